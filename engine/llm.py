@@ -1,0 +1,692 @@
+"""The LLM layer: one small protocol, three backends, a response cache and per-call accounting.
+
+Public API (all a method needs):
+
+    llm = open_llm("qwen2.5-coder-0.5b")        # a registry name, a path to a .gguf file,
+                                                 # an http(s)://host:port/v1 URL, or None (default)
+    with llm.recording() as calls:               # collects a CallRecord per chat() in this thread
+        result = llm.chat(messages, schema=SCHEMA, temperature=0.0, max_tokens=256,
+                          seed=0, stage="relation_prune")
+    result.text, result.parsed, result.usage, result.error
+    calls.summary()                              # {"calls", "prompt_tokens", ..., "seconds"}
+
+- `chat` never raises for a bad reply: a reply that does not parse or does not validate
+  against `schema` is retried once (with a correcting message, or more tokens when it was cut
+  off), then returned with `parsed=None` and `error` set. It raises `ModelError` only when the
+  model cannot be used at all (missing file, server down or answering garbage).
+- Structured calls are decoded under a grammar built from `schema` (llama.cpp backend, and
+  servers that support it); schemas should bound arrays (`maxItems`) and list the real
+  candidates as `enum`s, so that a small model cannot invent names or loop (`enum_array`).
+- Temperature 0 is deterministic on the llama.cpp backend, also with other calls in between.
+- Prompt layout: put the fixed part (instructions, examples) in the leading messages (usually
+  one system message) and the per-question part in the last message. Everything before the
+  last message is a reusable prefix: its KV state is saved once and loaded for later calls
+  (reported as `usage.cached_tokens`).
+- Replies are cached in sqlite (engine/llm_cache.py) under the model fingerprint, messages,
+  schema and sampling parameters; `open_llm(..., cache=False)` (`--no-cache`) bypasses it.
+  Self-consistency style sampling must vary `seed` to get different samples from the cache.
+  On a cache hit, usage carries the original token counts, `cache_hit=True` and the seconds of
+  the lookup.
+
+Backends: `LlamaCppLLM` (llama-cpp-python on a local GGUF), `OpenAICompatLLM` (llama.cpp /
+vLLM style HTTP server), `ScriptedLLM` (engine/llm_scripted.py: canned replies, for control-flow
+tests only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import threading
+import time
+import urllib.parse
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import jsonschema
+
+from engine.llm_cache import CachedReply, ResponseCache, cache_key
+from engine.models import resolve_local
+from ingest.errors import ModelError
+
+Message = dict[str, str]
+
+
+# ------------------------------------------------------------------------------------------
+# records
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Usage:
+    """Cost of one chat() call. `cached_tokens` of `prompt_tokens` were reused, not evaluated."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cache_hit: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CallRecord:
+    """One chat() call as a trace shows it."""
+
+    stage: str
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    seconds: float
+    cache_hit: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ChatResult:
+    """The reply: `text` always; `parsed` when a schema was given and the reply is valid."""
+
+    text: str
+    parsed: Any | None
+    usage: Usage
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "parsed": self.parsed, "usage": self.usage.to_dict(),
+                "error": self.error}
+
+
+class CallLog(list[CallRecord]):
+    """The calls recorded inside one `llm.recording()` block."""
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "calls": len(self),
+            "prompt_tokens": sum(r.prompt_tokens for r in self),
+            "cached_tokens": sum(r.cached_tokens for r in self),
+            "completion_tokens": sum(r.completion_tokens for r in self),
+            "seconds": round(sum(r.seconds for r in self), 4),
+            "cache_hits": sum(r.cache_hit for r in self),
+            "errors": sum(r.error is not None for r in self),
+        }
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in self]
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What every backend offers. `fingerprint` names the model file (sha256) and backend."""
+
+    fingerprint: str
+
+    def chat(self, messages: list[Message], *, schema: dict[str, Any] | None = None,
+             temperature: float = 0.0, max_tokens: int = 256, seed: int = 0,
+             stage: str = "chat") -> ChatResult: ...
+
+    def recording(self) -> contextlib.AbstractContextManager[CallLog]: ...
+
+
+def enum_array(values: list[str], *, max_items: int, min_items: int = 0) -> dict[str, Any]:
+    """Schema of a bounded list drawn from `values` (e.g. candidate relations or entities)."""
+    unique = list(dict.fromkeys(values))
+    return {"type": "array", "items": {"type": "string", "enum": unique},
+            "minItems": min_items, "maxItems": max(min_items, min(max_items, len(unique)))}
+
+
+# ------------------------------------------------------------------------------------------
+# the shared part of every backend: cache, validation + one retry, accounting
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Generation:
+    """What a backend returns for one request."""
+
+    text: str
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    truncated: bool = False  # stopped by max_tokens
+
+
+class CallFailed(Exception):
+    """A problem with one call (e.g. a prompt longer than the context): recorded, not raised."""
+
+
+_validators: dict[str, jsonschema.protocols.Validator] = {}
+_validators_lock = threading.Lock()
+
+
+def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """A cached validator; ValueError for a schema that is itself invalid (a programming error)."""
+    key = json.dumps(schema, sort_keys=True)
+    with _validators_lock:
+        if key not in _validators:
+            cls = jsonschema.validators.validator_for(schema)
+            try:
+                cls.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(f"invalid JSON schema: {exc.message}") from None
+            _validators[key] = cls(schema)
+        return _validators[key]
+
+
+def parse_reply(text: str, schema: dict[str, Any]) -> tuple[Any | None, str | None]:
+    """(parsed, None) for a reply that is JSON and valid against `schema`, else (None, why)."""
+    body = text.strip()
+    if body.startswith("```"):  # servers without grammar support sometimes fence JSON
+        body = body.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return None, f"reply is not JSON ({exc.msg} at char {exc.pos})"
+    error = jsonschema.exceptions.best_match(schema_validator(schema).iter_errors(value))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "top level"
+        return None, f"reply does not match the schema at {where}: {error.message[:200]}"
+    return value, None
+
+
+def _check_messages(messages: list[Message]) -> None:
+    if not messages:
+        raise ValueError("chat() needs at least one message")
+    for m in messages:
+        if m.get("role") not in ("system", "user", "assistant") or not isinstance(
+            m.get("content"), str
+        ):
+            raise ValueError(f"bad chat message {m!r}: needs role system|user|assistant and str content")
+
+
+class BaseLLM:
+    """Cache lookup, validation with one retry, and recording around a backend's `_generate`."""
+
+    fingerprint: str = "base"
+
+    def __init__(self, *, cache: ResponseCache | None = None) -> None:
+        self.cache = cache
+        self._local = threading.local()
+
+    # -- backends implement this -----------------------------------------------------------
+    def _generate(self, messages: list[Message], *, schema: dict[str, Any] | None,
+                  temperature: float, max_tokens: int, seed: int, stage: str) -> Generation:
+        raise NotImplementedError
+
+    # -- public ------------------------------------------------------------------------------
+    def chat(self, messages: list[Message], *, schema: dict[str, Any] | None = None,
+             temperature: float = 0.0, max_tokens: int = 256, seed: int = 0,
+             stage: str = "chat") -> ChatResult:
+        """One chat completion; see the module docstring for the guarantees."""
+        _check_messages(messages)
+        if schema is not None:
+            schema_validator(schema)
+        start = time.perf_counter()
+        key = None
+        if self.cache is not None:
+            key = cache_key(self.fingerprint, messages, schema, temperature, max_tokens, seed)
+            hit = self.cache.get(key)
+            if hit is not None:
+                parsed = parse_reply(hit.text, schema)[0] if schema is not None else None
+                usage = Usage(hit.prompt_tokens, hit.cached_tokens, hit.completion_tokens,
+                              time.perf_counter() - start, cache_hit=True)
+                return self._finish(stage, ChatResult(hit.text, parsed, usage))
+        try:
+            result = self._generate_valid(messages, schema, temperature, max_tokens, seed, stage)
+        except Exception as exc:
+            usage = Usage(seconds=time.perf_counter() - start)
+            self._finish(stage, ChatResult("", None, usage, f"{type(exc).__name__}: {exc}"))
+            raise
+        result.usage.seconds = time.perf_counter() - start
+        if key is not None and self.cache is not None and result.error is None:
+            u = result.usage
+            self.cache.put(key, self.fingerprint, CachedReply(
+                result.text, u.prompt_tokens, u.cached_tokens, u.completion_tokens, u.seconds))
+        return self._finish(stage, result)
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[CallLog]:
+        """Collect a CallRecord for every chat() made by this thread inside the block."""
+        logs = self._logs()
+        log = CallLog()
+        logs.append(log)
+        try:
+            yield log
+        finally:
+            logs.remove(log)
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+    # -- internals ---------------------------------------------------------------------------
+    def _logs(self) -> list[CallLog]:
+        if not hasattr(self._local, "logs"):
+            self._local.logs = []
+        return self._local.logs  # type: ignore[no-any-return]
+
+    def _finish(self, stage: str, result: ChatResult) -> ChatResult:
+        u = result.usage
+        record = CallRecord(stage, u.prompt_tokens, u.cached_tokens, u.completion_tokens,
+                            round(u.seconds, 6), u.cache_hit, result.error)
+        for log in self._logs():
+            log.append(record)
+        return result
+
+    def _generate_valid(self, messages: list[Message], schema: dict[str, Any] | None,
+                        temperature: float, max_tokens: int, seed: int, stage: str) -> ChatResult:
+        usage = Usage()
+        request, tokens = list(messages), max_tokens
+        text, parsed, error = "", None, None
+        for attempt in range(2):
+            try:
+                gen = self._generate(request, schema=schema, temperature=temperature,
+                                     max_tokens=tokens, seed=seed, stage=stage)
+            except CallFailed as exc:
+                return ChatResult(text, None, usage, str(exc))
+            usage.prompt_tokens += gen.prompt_tokens
+            usage.cached_tokens += gen.cached_tokens
+            usage.completion_tokens += gen.completion_tokens
+            text = gen.text
+            if schema is None:
+                return ChatResult(text, None, usage)
+            parsed, error = parse_reply(text, schema)
+            if error is None:
+                return ChatResult(text, parsed, usage)
+            if attempt == 0 and gen.truncated:
+                tokens = max_tokens * 2  # most invalid replies were simply cut off
+                error = f"{error}; reply cut off at max_tokens={max_tokens}"
+            elif attempt == 0:
+                request = [*messages, {"role": "assistant", "content": text},
+                           {"role": "user", "content": f"That reply is invalid: {error}. "
+                            "Answer again with only JSON that follows the schema."}]
+        return ChatResult(text, None, usage, f"invalid reply after a retry: {error}")
+
+
+# ------------------------------------------------------------------------------------------
+# llama.cpp backend
+# ------------------------------------------------------------------------------------------
+
+
+def _gbnf_for_schema(schema: dict[str, Any]) -> str:
+    """GBNF for a JSON schema; fixes llama-cpp-python 0.3's escaping of `\\` in literals."""
+    import re
+
+    from llama_cpp import llama_grammar as lg
+
+    class Converter(lg.SchemaConverter):  # type: ignore[misc]
+        _escape = re.compile(r'[\r\n"\\]')
+        _escapes: ClassVar[dict[str, str]] = {"\r": "\\r", "\n": "\\n", '"': '\\"', "\\": "\\\\"}
+
+        def _format_literal(self, literal: str) -> str:
+            return '"' + self._escape.sub(lambda m: self._escapes[m.group(0)], literal) + '"'
+
+    converter = Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    resolved = converter.resolve_refs(json.loads(json.dumps(schema)), "schema")
+    converter.visit(resolved, "")
+    return str(converter.format_grammar())
+
+
+_CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@dataclass
+class _PrefixState:
+    n_tokens: int
+    data: bytes
+
+
+@dataclass
+class _Prompt:
+    tokens: list[int]
+    prefix: list[int] = field(default_factory=list)
+
+
+class LlamaCppLLM(BaseLLM):
+    """llama-cpp-python on a local GGUF file, with the model's own chat template.
+
+    Determinism: llama.cpp's output depends on how a prompt was split into batches, and
+    llama-cpp-python silently reuses the KV cache of the previous prompt. So every call takes
+    the same path: evaluate the prefix (all messages but the last) from an empty context, or
+    load the saved state of exactly that prefix, then evaluate the rest. A prompt without a
+    usable prefix starts from a reset context.
+    """
+
+    MIN_PREFIX_TOKENS = 16
+
+    def __init__(self, model_path: Path, *, sha256: str, name: str | None = None,
+                 n_ctx: int = 4096, n_threads: int | None = None, seed: int = 0,
+                 prefix_states: int = 8, cache: ResponseCache | None = None) -> None:
+        super().__init__(cache=cache)
+        import llama_cpp
+
+        self.model_path = Path(model_path)
+        self.name = name or self.model_path.name
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or len(os.sched_getaffinity(0)) or os.cpu_count() or 1
+        self.seed = seed
+        self.fingerprint = f"llama.cpp-{llama_cpp.__version__}:{sha256}"
+        self._lock = threading.RLock()
+        self._model: Any = None  # loaded on first use: a cache replay never pays for it
+        self._states: OrderedDict[tuple[int, ...], _PrefixState] = OrderedDict()
+        self._max_states = prefix_states
+        self._grammars: dict[str, Any] = {}
+        self._template: Any = None
+
+    @property
+    def _llm(self) -> Any:
+        return self._ensure_loaded()
+
+    def _ensure_loaded(self) -> Any:
+        """The llama_cpp.Llama (and its chat template), loaded once."""
+        with self._lock:
+            if self._model is None:
+                import llama_cpp
+
+                try:
+                    self._model = llama_cpp.Llama(
+                        model_path=str(self.model_path), n_ctx=self.n_ctx,
+                        n_threads=self.n_threads, n_threads_batch=self.n_threads,
+                        seed=self.seed, verbose=False)
+                except (ValueError, RuntimeError) as exc:
+                    raise ModelError(f"llama.cpp could not load {self.model_path}: {exc}") from None
+                self._template = self._load_template()
+            return self._model
+
+    # -- prompt -----------------------------------------------------------------------------
+    def _load_template(self) -> Any:
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        model = self._llm._model
+        bos, eos = self._llm.token_bos(), self._llm.token_eos()
+        self._bos = model.token_get_text(bos) if bos != -1 else ""
+        self._eos = model.token_get_text(eos) if eos != -1 else ""
+        source = self._llm.metadata.get("tokenizer.chat_template") or _CHATML
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                            extensions=[loopcontrols])
+        env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False, **kw)
+        return env.from_string(source)
+
+    def render(self, messages: list[Message], *, add_generation_prompt: bool = True) -> str:
+        """The prompt text exactly as the model's chat template lays it out."""
+
+        def raise_exception(message: str) -> None:
+            raise ValueError(message)
+
+        self._ensure_loaded()
+        return str(self._template.render(
+            messages=messages, add_generation_prompt=add_generation_prompt,
+            bos_token=self._bos, eos_token=self._eos, raise_exception=raise_exception,
+            strftime_now=lambda f: time.strftime(f)))
+
+    def _tokenize(self, text: str) -> list[int]:
+        add_bos = not (self._bos and text.startswith(self._bos))
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True))
+
+    def _prompt(self, messages: list[Message]) -> _Prompt:
+        text = self.render(messages)
+        tokens = self._tokenize(text)
+        if len(messages) < 2:
+            return _Prompt(tokens)
+        head = self.render(messages[:-1], add_generation_prompt=False)
+        if not head or not text.startswith(head):
+            return _Prompt(tokens)
+        prefix = self._tokenize(head)
+        ok = len(prefix) >= self.MIN_PREFIX_TOKENS and tokens[: len(prefix)] == prefix
+        return _Prompt(tokens, prefix if ok and len(prefix) < len(tokens) else [])
+
+    # -- KV state of prefixes ----------------------------------------------------------------
+    def _save_state(self) -> _PrefixState:
+        import ctypes
+
+        import llama_cpp
+
+        ctx = self._llm.ctx
+        size = llama_cpp.llama_state_get_size(ctx)
+        buf = (ctypes.c_uint8 * size)()
+        n = llama_cpp.llama_state_get_data(ctx, buf, size)
+        return _PrefixState(self._llm.n_tokens, bytes(buf[:n]))
+
+    def _load_state(self, prefix: list[int], state: _PrefixState) -> None:
+        import ctypes
+
+        import llama_cpp
+
+        buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+        if llama_cpp.llama_state_set_data(self._llm.ctx, buf, len(state.data)) != len(state.data):
+            raise ModelError("llama.cpp could not restore a saved prompt state")
+        self._llm.input_ids[: state.n_tokens] = prefix
+        self._llm.n_tokens = state.n_tokens
+        self._llm._requires_eval = True
+
+    def _start_from_prefix(self, prefix: list[int]) -> int:
+        """Put the context at the end of `prefix`; returns how many tokens were reused."""
+        self._llm.reset()
+        if not prefix:
+            return 0
+        key = tuple(prefix)
+        state = self._states.get(key)
+        if state is not None:
+            self._states.move_to_end(key)
+            self._load_state(prefix, state)
+            return state.n_tokens
+        self._llm.eval(prefix)
+        self._states[key] = self._save_state()
+        while len(self._states) > self._max_states:
+            self._states.popitem(last=False)
+        return 0
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_string(_gbnf_for_schema(schema), verbose=False)
+        return self._grammars[key]
+
+    def _generate(self, messages: list[Message], *, schema: dict[str, Any] | None,
+                  temperature: float, max_tokens: int, seed: int, stage: str) -> Generation:
+        prompt = self._prompt(messages)
+        if len(prompt.tokens) + 1 >= self.n_ctx:
+            raise CallFailed(f"prompt has {len(prompt.tokens)} tokens, more than the context "
+                             f"window of {self.n_ctx} allows (raise n_ctx or shorten it)")
+        grammar = self._grammar(schema) if schema is not None else None
+        with self._lock:
+            reused = self._start_from_prefix(prompt.prefix)
+            out = self._llm.create_completion(
+                prompt=prompt.tokens, max_tokens=max_tokens, temperature=temperature,
+                top_p=0.95, top_k=40, min_p=0.05, repeat_penalty=1.0, seed=seed,
+                grammar=grammar)
+        choice = out["choices"][0]
+        return Generation(
+            text=choice["text"],
+            prompt_tokens=len(prompt.tokens),
+            cached_tokens=reused,
+            completion_tokens=int(out["usage"]["completion_tokens"]),
+            truncated=choice.get("finish_reason") == "length",
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# OpenAI-compatible server backend
+# ------------------------------------------------------------------------------------------
+
+
+class OpenAICompatLLM(BaseLLM):
+    """The same protocol over HTTP to a llama.cpp / vLLM style `/v1` server.
+
+    Every request has bounded timeouts (connect, and each read); connection errors, 5xx/429
+    answers and bodies that are not a chat completion are retried `retries` times with
+    exponential backoff, then raise ModelError. Schemas go out as OpenAI `json_schema`
+    response formats; a server that rejects that form (llama-cpp-python's own server) gets the
+    `json_object` + `schema` form instead. Replies are validated locally either way.
+    """
+
+    def __init__(self, base_url: str, *, model: str | None = None, timeout_s: float = 120.0,
+                 connect_timeout_s: float = 5.0, retries: int = 3, backoff_s: float = 0.5,
+                 cache: ResponseCache | None = None) -> None:
+        super().__init__(cache=cache)
+        url = base_url.rstrip("/")
+        self.base_url = url if url.endswith("/v1") else url + "/v1"
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ModelError(f"not an http(s)://host:port/v1 URL: {base_url}")
+        self._parts = parts
+        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s
+        self.retries, self.backoff_s = max(1, retries), backoff_s
+        self._schema_style = "json_schema"
+        self.model = model or self._first_model()
+        self.fingerprint = f"openai:{self.base_url}:{self.model}"
+
+    def _first_model(self) -> str:
+        body = self._request("GET", "/models", None)
+        try:
+            return str(body["data"][0]["id"])
+        except (KeyError, IndexError, TypeError):
+            raise ModelError(f"server at {self.base_url} lists no models at /models") from None
+
+    def _once(self, method: str, path: str, payload: dict[str, Any] | None) -> tuple[int, bytes]:
+        cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
+        conn = cls(self._parts.hostname or "", self._parts.port, timeout=self.connect_timeout_s)
+        try:
+            conn.connect()
+            if conn.sock is not None:
+                conn.sock.settimeout(self.timeout_s)
+            body = json.dumps(payload).encode() if payload is not None else None
+            headers = {"Content-Type": "application/json", "Accept": "application/json"}
+            conn.request(method, self._parts.path + path, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> Any:
+        problem = ""
+        for attempt in range(self.retries):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                status, raw = self._once(method, path, payload)
+            except (OSError, http.client.HTTPException) as exc:
+                problem = f"cannot reach it ({type(exc).__name__}: {exc})"
+                continue
+            if status == 429 or status >= 500:
+                problem = f"it answered HTTP {status}: {raw[:200]!r}"
+                continue
+            if status >= 400:
+                raise _HTTPRejected(status, raw.decode("utf-8", "replace")[:500])
+            try:
+                return json.loads(raw)
+            except ValueError:
+                problem = f"it answered something that is not JSON: {raw[:80]!r}"
+        raise ModelError(f"LLM server {self.base_url}{path}: {problem} "
+                         f"(tried {self.retries} times); is the server running?")
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self._schema_style == "json_schema":
+            return {"type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+        return {"type": "json_object", "schema": schema}
+
+    def _generate(self, messages: list[Message], *, schema: dict[str, Any] | None,
+                  temperature: float, max_tokens: int, seed: int, stage: str) -> Generation:
+        payload: dict[str, Any] = {"model": self.model, "messages": messages,
+                                   "temperature": temperature, "max_tokens": max_tokens,
+                                   "seed": seed}
+        for _ in range(2):
+            if schema is not None:
+                payload["response_format"] = self._response_format(schema)
+            try:
+                body = self._request("POST", "/chat/completions", payload)
+                break
+            except _HTTPRejected as exc:
+                if schema is not None and self._schema_style == "json_schema" and exc.status in (400, 422):
+                    self._schema_style = "json_object"  # remember: this server wants the other form
+                    continue
+                raise CallFailed(f"server rejected the request: HTTP {exc.status} {exc.body}") from None
+        else:
+            raise CallFailed("server rejected both JSON-schema request forms")
+        try:
+            choice = body["choices"][0]
+            text = choice["message"]["content"] or ""
+            usage = body.get("usage") or {}
+        except (KeyError, IndexError, TypeError):
+            raise ModelError(f"LLM server {self.base_url} answered JSON that is not a chat "
+                             f"completion: {json.dumps(body)[:200]}") from None
+        details = usage.get("prompt_tokens_details") or {}
+        return Generation(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            cached_tokens=int(details.get("cached_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            truncated=choice.get("finish_reason") == "length",
+        )
+
+
+class _HTTPRejected(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.body = status, body
+
+
+# ------------------------------------------------------------------------------------------
+# opening one
+# ------------------------------------------------------------------------------------------
+
+
+def open_llm(spec: str | None = None, *, cache: bool | ResponseCache = True,
+             n_ctx: int = 4096) -> BaseLLM:
+    """An LLM from a registry name, a .gguf path or an http(s) URL (None: the default model).
+
+    `cache=True` uses the shared response cache, False bypasses it (`--no-cache`), or pass
+    a ResponseCache of your own.
+    """
+    own = ResponseCache() if cache is True else None
+    store = cache if isinstance(cache, ResponseCache) else own
+    if spec and spec.startswith(("http://", "https://")):
+        return OpenAICompatLLM(spec, cache=store)
+    local = resolve_local(spec)
+    return LlamaCppLLM(local.path, sha256=local.sha256, name=local.name, n_ctx=n_ctx, cache=store)
+
+
+def chat_once(prompt: str, *, llm: str | None = None, system: str | None = None,
+              schema_file: Path | None = None, temperature: float = 0.0, max_tokens: int = 256,
+              seed: int = 0, cache: bool = True, n_ctx: int = 4096) -> ChatResult:
+    """One prompt (and optional system message and schema file) to one model: `cli.py chat`."""
+    from ingest.errors import InputError
+
+    schema = None
+    if schema_file is not None:
+        try:
+            schema = json.loads(Path(schema_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{schema_file}: not a readable JSON schema ({exc})") from None
+        try:
+            schema_validator(schema)
+        except ValueError as exc:
+            raise InputError(f"{schema_file}: {exc}") from None
+    messages: list[Message] = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": prompt})
+    model = open_llm(llm, cache=cache, n_ctx=n_ctx)
+    try:
+        return model.chat(messages, schema=schema, temperature=temperature,
+                          max_tokens=max_tokens, seed=seed, stage="chat")
+    finally:
+        model.close()

@@ -1,0 +1,1 @@
+"""What `make index` builds: Oxigraph store, entity/relation tables, chunks, vectors, manifest."""

@@ -1,0 +1,218 @@
+"""The KG stage of a build: stream every KG source into a fresh Oxigraph store, then derive the
+entity and relation tables from the store itself (so duplicates and --kg-keep are counted right).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyoxigraph as ox
+
+from index.paths import IndexPaths
+from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
+from ingest.kg_readers import KgOptions, read_kg, resolved_format
+from ingest.progress import console, progress_bar
+from ingest.rejects import RejectLog
+from ingest.terms import (
+    META_GRAPH,
+    RDFS_LABEL,
+    SCHEMA_DESCRIPTION,
+    SKOS_ALT_LABEL,
+    WIKIDATA_DIRECT,
+    WIKIDATA_ENTITY,
+    WIKIPEDIA_TITLE,
+    readable_relation,
+)
+
+_META_PREDICATE = {
+    LABEL: ox.NamedNode(RDFS_LABEL),
+    ALIAS: ox.NamedNode(SKOS_ALT_LABEL),
+    DESCRIPTION: ox.NamedNode(SCHEMA_DESCRIPTION),
+    WIKIPEDIA: ox.NamedNode(WIKIPEDIA_TITLE),
+}
+_META_KIND = {node.value: kind for kind, node in _META_PREDICATE.items()}
+_META_GRAPH = ox.NamedNode(META_GRAPH)
+
+ENTITY_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("label", pa.string()),
+        ("aliases", pa.list_(pa.string())),
+        ("description", pa.string()),
+        ("degree", pa.int64()),
+        ("wikipedia_title", pa.string()),
+    ]
+)
+RELATION_SCHEMA = pa.schema([("id", pa.string()), ("label", pa.string()), ("count", pa.int64())])
+
+
+@dataclass(frozen=True)
+class KgSource:
+    """One KG input: a file (or a MetaQA folder) and its format name."""
+
+    path: Path
+    format: str
+
+
+def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rejects: RejectLog) -> dict[str, Any]:
+    """Load `sources` into `paths.kg` and write entities/relations tables; return counts."""
+    store = ox.Store(str(paths.kg))
+    rng = random.Random(options.seed)
+    dropped: list[tuple[ox.Quad, bool]] = []
+    filtered: Counter[str] = Counter()
+    per_source: list[dict[str, Any]] = []
+    for source in sources:
+        fmt = resolved_format(source.path, source.format)
+        size = _input_size(source.path)
+        loaded = 0
+        before = rejects.total
+        with progress_bar(f"kg {source.path.name}", total=size, unit="bytes") as bar:
+            read = 0
+            for batch in read_kg(source.path, fmt, options):
+                facts = batch.facts
+                if options.keep_fraction < 1.0:
+                    facts = _keep(batch, options.keep_fraction, rng, dropped)
+                store.bulk_extend(facts)
+                store.bulk_extend(_meta_quads(batch))
+                rejects.extend(batch.rejects)
+                filtered.update(batch.filtered)
+                loaded += len(facts)
+                bar.advance(max(batch.bytes_read - read, 0), status=f"{loaded:,} facts")
+                read = batch.bytes_read
+        per_source.append(
+            {"path": str(source.path), "format": fmt, "facts_read": loaded, "rejects": rejects.total - before}
+        )
+        console.print(f"[green]kg[/] {source.path}: {loaded:,} facts, {rejects.total - before:,} rejected")
+    store.flush()
+    console.print("[dim]computing entity and relation tables...[/]")
+    relations = _write_relations(store, paths.relations)
+    entities = _write_entities(store, paths.entities)
+    counts: dict[str, Any] = {
+        "triples": int(sum(relations.values())),
+        "entities": entities,
+        "relations": len(relations),
+        "filtered": dict(filtered),
+        "sources": per_source,
+    }
+    if options.keep_fraction < 1.0:
+        counts["kg_keep"] = {"fraction": options.keep_fraction, "seed": options.seed, "dropped": len(dropped)}
+        if options.dropped_as_docs:
+            counts["kg_keep"]["dropped_documents"] = _write_dropped_docs(store, dropped, paths.dropped_docs)
+    del store
+    return counts
+
+
+def _input_size(path: Path) -> int | None:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.glob("*.txt")) or None
+    return path.stat().st_size
+
+
+def _keep(batch: KgBatch, fraction: float, rng: random.Random, dropped: list[tuple[ox.Quad, bool]]) -> list[ox.Quad]:
+    kept = []
+    for quad in batch.facts:
+        if rng.random() < fraction:
+            kept.append(quad)
+        else:
+            dropped.append((quad, isinstance(quad.object, ox.Literal)))
+    return kept
+
+
+def _meta_quads(batch: KgBatch) -> list[ox.Quad]:
+    return [
+        ox.Quad(ox.NamedNode(iri), _META_PREDICATE[kind], ox.Literal(text), _META_GRAPH)
+        for kind, iri, text in batch.meta
+    ]
+
+
+def _term_id(term: Any) -> str:
+    return f"_:{term.value}" if isinstance(term, ox.BlankNode) else term.value
+
+
+def _meta_rows(store: ox.Store) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"label": None, "aliases": [], "description": None, "wikipedia_title": None})
+    for quad in store.quads_for_pattern(None, None, None, _META_GRAPH):
+        kind = _META_KIND.get(quad.predicate.value)
+        if kind is None:
+            continue
+        row = rows[_term_id(quad.subject)]
+        text = quad.object.value
+        if kind == ALIAS:
+            if text not in row["aliases"]:
+                row["aliases"].append(text)
+        elif row[kind] is None:
+            row[kind] = text
+    return rows
+
+
+def _write_relations(store: ox.Store, path: Path) -> dict[str, int]:
+    counts = {
+        row["p"].value: int(row["n"].value)
+        for row in store.query("SELECT ?p (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY ?p")  # type: ignore[union-attr]
+    }
+    labels = {}
+    for iri in counts:
+        label = None
+        if iri.startswith(WIKIDATA_DIRECT):
+            prop = ox.NamedNode(WIKIDATA_ENTITY + iri[len(WIKIDATA_DIRECT) :])
+            label = next(iter(store.quads_for_pattern(prop, _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
+        else:
+            label = next(iter(store.quads_for_pattern(ox.NamedNode(iri), _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
+        labels[iri] = label.object.value if label is not None else readable_relation(iri)
+    ids = sorted(counts)
+    table = pa.table(
+        {"id": ids, "label": [labels[i] for i in ids], "count": [counts[i] for i in ids]}, schema=RELATION_SCHEMA
+    )
+    pq.write_table(table, path)
+    return counts
+
+
+def _write_entities(store: ox.Store, path: Path) -> int:
+    query = (
+        "SELECT ?e (COUNT(*) AS ?n) WHERE { { ?e ?p ?o } UNION { ?s ?p ?e FILTER(!isLiteral(?e)) } } GROUP BY ?e"
+    )
+    degree = {_term_id(row["e"]): int(row["n"].value) for row in store.query(query)}  # type: ignore[union-attr]
+    meta = _meta_rows(store)
+    ids = sorted(set(degree) | set(meta))
+    empty = {"label": None, "aliases": [], "description": None, "wikipedia_title": None}
+    columns: dict[str, list[Any]] = {name: [] for name in ENTITY_SCHEMA.names}
+    for entity in ids:
+        row = meta.get(entity, empty)
+        columns["id"].append(entity)
+        columns["label"].append(row["label"])
+        columns["aliases"].append(row["aliases"])
+        columns["description"].append(row["description"])
+        columns["degree"].append(degree.get(entity, 0))
+        columns["wikipedia_title"].append(row["wikipedia_title"])
+    pq.write_table(pa.table(columns, schema=ENTITY_SCHEMA), path)
+    return len(ids)
+
+
+def _write_dropped_docs(store: ox.Store, dropped: list[tuple[ox.Quad, bool]], path: Path) -> int:
+    """Render each dropped triple as a sentence in a short document about its head entity."""
+    label_of: dict[str, str] = {}
+
+    def label(term: Any) -> str:
+        key = _term_id(term)
+        if key not in label_of:
+            found = next(iter(store.quads_for_pattern(term, _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
+            label_of[key] = found.object.value if found is not None else readable_relation(key)
+        return label_of[key]
+
+    by_head: dict[str, list[str]] = defaultdict(list)
+    for quad, is_literal in dropped:
+        tail = quad.object.value if is_literal else label(quad.object)
+        sentence = f"{label(quad.subject)} {readable_relation(quad.predicate.value)} {tail}."
+        by_head[_term_id(quad.subject)].append(sentence)
+    with path.open("w", encoding="utf-8") as fh:
+        for n, (head, sentences) in enumerate(sorted(by_head.items())):
+            doc = {"id": f"dropped-{n:07d}", "title": label_of.get(head, head), "text": " ".join(sentences), "entity": head}
+            fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    return len(by_head)

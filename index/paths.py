@@ -1,0 +1,56 @@
+"""The layout of one index folder. Every component finds its files through `IndexPaths`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class IndexPaths:
+    """Where each artefact of an index lives, relative to its root folder."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def kg(self) -> Path:
+        return self.root / "kg"
+
+    @property
+    def entities(self) -> Path:
+        return self.root / "entities.parquet"
+
+    @property
+    def relations(self) -> Path:
+        return self.root / "relations.parquet"
+
+    @property
+    def documents(self) -> Path:
+        return self.root / "documents.parquet"
+
+    @property
+    def chunks(self) -> Path:
+        return self.root / "chunks.parquet"
+
+    @property
+    def vectors(self) -> Path:
+        return self.root / "vectors"
+
+    @property
+    def bm25(self) -> Path:
+        return self.root / "bm25"
+
+    @property
+    def rejects(self) -> Path:
+        return self.root / "rejects.jsonl"
+
+    @property
+    def dropped_docs(self) -> Path:
+        """Documents rendered from KG triples dropped by --kg-keep (JSONL, docs format)."""
+        return self.root / "dropped_docs.jsonl"

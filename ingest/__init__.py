@@ -1,0 +1,1 @@
+"""Streaming readers: RDF dumps, Freebase/Wikidata profiles, TSV/ID-dict triples, documents."""

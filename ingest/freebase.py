@@ -1,0 +1,29 @@
+"""Repairs for the Freebase RDF dump's known malformed lines (tried only on lines that fail)."""
+
+from __future__ import annotations
+
+import re
+
+_IRI = re.compile(rb"<([^<>\s]*(?:\s[^<>]*)?)>")
+_BAD_IRI_CHARS = re.compile(rb'[ "{}|^`\\]')
+_BAD_ESCAPE = re.compile(rb'\\(?![tbnrf"\'\\uU])')
+_LITERAL = re.compile(rb'"((?:[^"\\]|\\.)*)"')
+
+
+def mend_freebase_line(line: bytes) -> bytes | None:
+    """Return a repaired line, or None if nothing could be repaired.
+
+    Repairs: characters that are illegal in IRIs (spaces, quotes, braces, backslashes) are
+    percent-encoded; backslash escapes that N-Triples does not define (`\\$`, `\\x`) are made
+    literal backslashes; a missing final ` .` is added.
+    """
+    fixed = _IRI.sub(lambda m: b"<" + _BAD_IRI_CHARS.sub(_percent, m.group(1)) + b">", line)
+    fixed = _LITERAL.sub(lambda m: b'"' + _BAD_ESCAPE.sub(rb"\\\\", m.group(1)) + b'"', fixed)
+    stripped = fixed.rstrip()
+    if not stripped.endswith(b"."):
+        fixed = stripped + b" .\n"
+    return fixed if fixed != line else None
+
+
+def _percent(match: re.Match[bytes]) -> bytes:
+    return b"%%%02X" % match.group(0)[0]

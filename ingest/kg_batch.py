@@ -1,0 +1,25 @@
+"""The unit that KG readers yield: parsed facts, entity metadata and rejects of one slice of input."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pyoxigraph as ox
+
+from ingest.rejects import Reject
+
+# Kinds of metadata a reader can attach to an entity (stored in the meta graph, not counted as facts).
+LABEL, ALIAS, DESCRIPTION, WIKIPEDIA = "label", "alias", "description", "wikipedia_title"
+
+
+@dataclass
+class KgBatch:
+    """Facts (default graph quads), metadata rows (kind, entity IRI, text), rejects, counters."""
+
+    facts: list[ox.Quad] = field(default_factory=list)
+    meta: list[tuple[str, str, str]] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+    filtered: Counter[str] = field(default_factory=Counter)
+    lines: int = 0
+    bytes_read: int = 0

@@ -1,0 +1,184 @@
+"""Profiles decide, quad by quad, what is a fact, what is entity metadata and what is dropped.
+
+A profile sees already-parsed quads (validated by pyoxigraph), so it only filters and routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import unquote
+
+import pyoxigraph as ox
+
+from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
+from ingest.terms import (
+    FREEBASE_NS,
+    RDFS_LABEL,
+    SCHEMA_ABOUT,
+    SCHEMA_DESCRIPTION,
+    SKOS_ALT_LABEL,
+    WIKIDATA_DIRECT,
+    WIKIDATA_ENTITY,
+)
+
+DEFAULT_GRAPH = ox.DefaultGraph()
+_META_PREDICATES = {RDFS_LABEL: LABEL, SKOS_ALT_LABEL: ALIAS, SCHEMA_DESCRIPTION: DESCRIPTION}
+
+# Freebase predicates that say nothing a reasoning path can use (keys, typing, bookkeeping, web
+# links). `common.*` is dropped except the three routed to metadata. Prefix match on the local name.
+FREEBASE_DROP_PREFIXES: tuple[str, ...] = (
+    "type.object.key",
+    "type.object.type",
+    "type.object.permission",
+    "type.object.id",
+    "type.type.",
+    "type.property.",
+    "type.user.",
+    "type.namespace.",
+    "type.content",
+    "freebase.",
+    "common.",
+    "kg.",
+    "user.",
+    "dataworld.",
+)
+FREEBASE_META = {
+    "type.object.name": LABEL,
+    "common.topic.alias": ALIAS,
+    "common.topic.description": DESCRIPTION,
+}
+
+
+class Profile(Protocol):
+    """Routes parsed quads into a batch."""
+
+    def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None: ...
+
+
+def _lang_ok(literal: ox.Literal, languages: frozenset[str]) -> bool:
+    lang = literal.language
+    return lang is None or lang in languages or lang.split("-")[0] in languages
+
+
+@dataclass
+class GenericProfile:
+    """Plain RDF: rdfs:label / skos:altLabel / schema:description become metadata, the rest facts.
+
+    N-Quads graph names are dropped: every fact goes to the default graph.
+    """
+
+    languages: frozenset[str] = frozenset({"en"})
+
+    def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None:
+        facts, meta = batch.facts, batch.meta
+        for quad in quads:
+            kind = _META_PREDICATES.get(quad.predicate.value)
+            if kind is not None:
+                obj = quad.object
+                if isinstance(obj, ox.Literal) and _lang_ok(obj, self.languages):
+                    if isinstance(quad.subject, ox.NamedNode):
+                        meta.append((kind, quad.subject.value, obj.value))
+                else:
+                    batch.filtered["other-language metadata"] += 1
+                continue
+            if quad.graph_name != DEFAULT_GRAPH:
+                quad = ox.Quad(quad.subject, quad.predicate, quad.object)
+            facts.append(quad)
+
+
+@dataclass
+class FreebaseProfile:
+    """The Freebase RDF dump: m./g. subjects, entity or English/untyped/typed literal objects."""
+
+    languages: frozenset[str] = frozenset({"en"})
+    drop_prefixes: tuple[str, ...] = FREEBASE_DROP_PREFIXES
+    _drop_cache: dict[str, bool] = field(default_factory=dict)
+
+    def _dropped(self, local: str) -> bool:
+        hit = self._drop_cache.get(local)
+        if hit is None:
+            hit = local.startswith(self.drop_prefixes)
+            if len(self._drop_cache) < 200_000:
+                self._drop_cache[local] = hit
+        return hit
+
+    def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None:
+        ns, n = FREEBASE_NS, len(FREEBASE_NS)
+        for quad in quads:
+            subject = quad.subject.value
+            if not subject.startswith(ns) or subject[n : n + 2] not in ("m.", "g."):
+                batch.filtered["non-entity subject"] += 1
+                continue
+            predicate = quad.predicate.value
+            local = predicate[n:] if predicate.startswith(ns) else predicate
+            obj = quad.object
+            kind = FREEBASE_META.get(local) or _META_PREDICATES.get(predicate)
+            if kind is not None:
+                if isinstance(obj, ox.Literal) and _lang_ok(obj, self.languages):
+                    batch.meta.append((kind, subject, obj.value))
+                else:
+                    batch.filtered["other-language metadata"] += 1
+                continue
+            if self._dropped(local):
+                batch.filtered["dropped predicate"] += 1
+                continue
+            if isinstance(obj, ox.Literal):
+                if not _lang_ok(obj, self.languages):
+                    batch.filtered["other-language literal"] += 1
+                    continue
+            elif not (obj.value.startswith(ns) and obj.value[n : n + 2] in ("m.", "g.")):
+                batch.filtered["non-entity object"] += 1
+                continue
+            batch.facts.append(quad)
+
+
+@dataclass
+class WikidataProfile:
+    """Wikidata RDF (truthy N-Triples or the full Turtle dump).
+
+    `wdt:` edges between entities and `wdt:` literals are facts; statement, qualifier, reference
+    and value nodes are skipped; labels/aliases/descriptions in the chosen languages become
+    metadata; `<https://LANG.wikipedia.org/wiki/T> schema:about wd:Q` becomes a sitelink.
+    """
+
+    languages: frozenset[str] = frozenset({"en"})
+
+    def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None:
+        ent, direct = WIKIDATA_ENTITY, WIKIDATA_DIRECT
+        sites = tuple(f"https://{lang}.wikipedia.org/wiki/" for lang in sorted(self.languages))
+        for quad in quads:
+            subject = quad.subject.value
+            predicate = quad.predicate.value
+            obj = quad.object
+            if predicate == SCHEMA_ABOUT:
+                if subject.startswith(sites) and obj.value.startswith(ent):
+                    title = unquote(subject.split("/wiki/", 1)[1]).replace("_", " ")
+                    batch.meta.append((WIKIPEDIA, obj.value, title))
+                else:
+                    batch.filtered["other sitelink"] += 1
+                continue
+            if not subject.startswith(ent) or not isinstance(quad.subject, ox.NamedNode):
+                batch.filtered["non-entity subject"] += 1
+                continue
+            kind = _META_PREDICATES.get(predicate)
+            if kind is not None:
+                if isinstance(obj, ox.Literal) and _lang_ok(obj, self.languages):
+                    batch.meta.append((kind, subject, obj.value))
+                else:
+                    batch.filtered["other-language metadata"] += 1
+                continue
+            if not predicate.startswith(direct):
+                batch.filtered["non-truthy predicate"] += 1
+                continue
+            if isinstance(obj, ox.Literal):
+                if not _lang_ok(obj, self.languages):
+                    batch.filtered["other-language literal"] += 1
+                    continue
+            elif not obj.value.startswith(ent):
+                batch.filtered["non-entity object"] += 1
+                continue
+            if quad.graph_name != DEFAULT_GRAPH:
+                quad = ox.Quad(quad.subject, quad.predicate, quad.object)
+            batch.facts.append(quad)

@@ -1,0 +1,96 @@
+"""One entry point for every KG input format: `read_kg(path, format)` yields KgBatches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from ingest.errors import InputError
+from ingest.freebase import mend_freebase_line
+from ingest.kg_batch import KgBatch
+from ingest.kg_profiles import FreebaseProfile, GenericProfile, WikidataProfile
+from ingest.rdf_reader import read_line_rdf, read_turtle
+from ingest.sources import check_file, open_input
+from ingest.tsv import read_metaqa, read_tsv
+from ingest.wikidata_json import read_wikidata_json
+
+KG_FORMATS = ("auto", "ntriples", "nquads", "turtle", "freebase", "wikidata", "wikidata-json", "tsv", "metaqa")
+
+
+@dataclass(frozen=True)
+class KgOptions:
+    """Options that change what the KG stage produces (part of its fingerprint)."""
+
+    languages: tuple[str, ...] = ("en",)
+    keep_fraction: float = 1.0
+    seed: int = 0
+    dropped_as_docs: bool = False
+
+
+def _base_suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2")]
+    return suffixes[-1] if suffixes else ""
+
+
+def detect_kg_format(path: Path) -> str:
+    """Guess a KG format from the file name and its first bytes."""
+    if path.is_dir():
+        if (path / "entities.dict").exists() and (path / "relations.dict").exists():
+            return "metaqa"
+        raise InputError(f"{path}: is a directory and not a MetaQA KB folder; pass a file or --kg-format")
+    check_file(path)
+    suffix = _base_suffix(path)
+    stream, _ = open_input(path)
+    try:
+        head = stream.read(4096)
+    except (EOFError, OSError) as exc:
+        raise InputError(f"{path}: compressed stream is truncated or corrupt ({exc})") from exc
+    finally:
+        stream.close()
+    if b"http://rdf.freebase.com/ns/" in head and suffix in ("nt", "", "rdf"):
+        return "freebase"
+    if suffix == "json" or head.lstrip().startswith(b"["):
+        return "wikidata-json"
+    if suffix in ("ttl", "turtle"):
+        return "wikidata" if b"wikiba.se/ontology" in head or b"wikidata.org/prop/direct" in head else "turtle"
+    if suffix == "nq":
+        return "nquads"
+    if suffix == "nt":
+        return "wikidata" if b"www.wikidata.org/prop/direct/" in head else "ntriples"
+    if suffix in ("tsv", "csv", "txt"):
+        return "tsv"
+    raise InputError(f"{path}: cannot guess the KG format from its name; pass --kg-format")
+
+
+def read_kg(path: Path, fmt: str, options: KgOptions) -> Iterator[KgBatch]:
+    """Stream `path` as KgBatches; `fmt` is one of KG_FORMATS."""
+    languages = frozenset(options.languages)
+    if fmt == "auto":
+        fmt = detect_kg_format(path)
+    if fmt == "metaqa":
+        return read_metaqa(path)
+    check_file(path)
+    if fmt == "tsv":
+        return read_tsv(path)
+    if fmt == "wikidata-json":
+        return read_wikidata_json(path, languages)
+    if fmt == "ntriples":
+        return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, GenericProfile(languages))
+    if fmt == "nquads":
+        return read_line_rdf(path, ox.RdfFormat.N_QUADS, GenericProfile(languages))
+    if fmt == "freebase":
+        return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, FreebaseProfile(languages), mend=mend_freebase_line)
+    if fmt == "turtle":
+        return read_turtle(path, GenericProfile(languages))
+    if fmt == "wikidata":
+        if _base_suffix(path) in ("nt", "nq"):
+            return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, WikidataProfile(languages))
+        return read_turtle(path, WikidataProfile(languages))
+    raise InputError(f"{path}: unknown KG format {fmt!r}; choose one of {', '.join(KG_FORMATS)}")
+
+
+def resolved_format(path: Path, fmt: str) -> str:
+    return detect_kg_format(path) if fmt == "auto" else fmt

@@ -1,0 +1,285 @@
+"""Wikipedia articles as documents: `pages-articles` XML dumps and WikiExtractor output.
+
+XML dumps go through mwxml (streaming) and mwparserfromhell (wikitext -> plain text with
+templates, references, tables, files, categories and interlanguage links removed). Redirects and
+pages outside the article namespace are skipped. A dump that ends mid-page keeps its complete
+pages and records the truncation as a reject.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import mwparserfromhell
+from mwparserfromhell.nodes import (
+    Argument,
+    Comment,
+    ExternalLink,
+    Heading,
+    HTMLEntity,
+    Tag,
+    Template,
+    Text,
+    Wikilink,
+)
+
+from ingest.doc_records import Document
+from ingest.errors import InputError
+from ingest.progress import Reporter
+from ingest.rejects import Reject, RejectLog
+from ingest.sources import open_input
+
+# Tags whose content is not prose (or is markup of its own).
+_DROP_TAGS = frozenset(
+    {"ref", "references", "table", "gallery", "math", "chem", "timeline", "score", "imagemap",
+     "syntaxhighlight", "source", "templatestyles", "graph", "mapframe", "maplink", "hiero", "ce"}
+)
+_LINE_TAGS = frozenset({"br", "p", "li", "dd", "dt", "tr", "div"})
+# Sections at the end of an article that hold links and citations, not prose (English names).
+_TAIL_SECTIONS = frozenset(
+    {"references", "external links", "see also", "further reading", "notes", "bibliography",
+     "sources", "footnotes", "citations", "notes and references", "works cited"}
+)
+_DEFAULT_SKIP_NAMESPACES = frozenset({"file", "image", "category", "media", "template", "wikipedia",
+                                      "help", "portal", "module", "draft", "special", "user", "wp"})
+_INTERWIKI = re.compile(r"^[a-z]{2,3}(-[a-z0-9]+)*$|^simple$")
+_SPACES = re.compile(r"[ \t\u00a0]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+_PUNCT_LINE = re.compile(r"^\W*$")
+# Markup that survives as text: HTML-like tags (often escaped in WikiExtractor output), magic words.
+_LEFTOVER = re.compile(r"</?[A-Za-z][\w-]*(\s[^<>]*)?/?>|__[A-Z]+__|'{2,}")
+# What removed templates leave behind inside brackets: "(; born 1900)", "( , plural x)", "()".
+_EMPTY_BRACKET = re.compile(r"\(\s*[,;:]?\s*\)|(?<=\()\s*[,;:]\s*")
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+(?=[,.;:])")
+
+
+def wikitext_to_text(wikitext: str, skip_namespaces: frozenset[str] = _DEFAULT_SKIP_NAMESPACES) -> str:
+    """Plain text of an article's wikitext: prose, headings and list items; no markup noise."""
+    code = mwparserfromhell.parse(wikitext)
+    out: list[str] = []
+    for node in code.nodes:
+        if isinstance(node, Heading):
+            heading = _render(node.title.nodes, skip_namespaces).strip()
+            if heading.lower() in _TAIL_SECTIONS:
+                break
+            out.append(f"\n\n{heading}\n")
+        else:
+            out.append(_render([node], skip_namespaces))
+    return _tidy("".join(out))
+
+
+def _render(nodes: Iterable[Any], skip: frozenset[str]) -> str:
+    parts: list[str] = []
+    for node in nodes:
+        if isinstance(node, Text):
+            parts.append(str(node.value))
+        elif isinstance(node, Wikilink):
+            title = str(node.title).strip()
+            prefix = title.split(":", 1)[0].strip().lower() if ":" in title else ""
+            if prefix and (prefix in skip or _INTERWIKI.match(prefix)):
+                continue
+            parts.append(_render((node.text or node.title).nodes, skip))
+        elif isinstance(node, ExternalLink):
+            parts.append(_render(node.title.nodes, skip) if node.title else "")
+        elif isinstance(node, Tag):
+            tag = str(node.tag).strip().lower()
+            if tag in _DROP_TAGS:
+                continue
+            inner = _render(node.contents.nodes, skip) if node.contents else ""
+            parts.append(f"\n{inner}" if tag in _LINE_TAGS else inner)
+        elif isinstance(node, HTMLEntity):
+            parts.append(node.normalize())
+        elif isinstance(node, Heading):
+            parts.append(f"\n\n{_render(node.title.nodes, skip).strip()}\n")
+        elif isinstance(node, (Template, Comment, Argument)):
+            continue
+        else:
+            parts.append(str(node))
+    return "".join(parts)
+
+
+def _tidy(text: str) -> str:
+    lines = []
+    for raw in _LEFTOVER.sub("", html.unescape(text)).split("\n"):
+        line = _SPACE_BEFORE_PUNCT.sub("", _EMPTY_BRACKET.sub("", _SPACES.sub(" ", raw))).strip()
+        if line and _PUNCT_LINE.match(line):
+            continue
+        lines.append(line)
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+
+
+def read_wikipedia_xml(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
+    """Articles of a `pages-articles` dump (plain or compressed), one Document per page."""
+    import mwxml
+
+    raw_stream, counter = open_input(path)
+    stream = _with_siteinfo(raw_stream)
+    pages = 0
+    last_bytes = 0
+    try:
+        try:
+            dump = mwxml.Dump.from_file(stream)
+        except (ET.ParseError, EOFError, OSError, ValueError, mwxml.errors.MalformedXML) as exc:
+            raise InputError(f"{path}: not a readable MediaWiki XML dump ({exc})") from exc
+        skip = _skip_namespaces(dump)
+        try:
+            for page in dump:
+                text = None
+                for revision in page:  # pages-articles has one revision; keep the last of several
+                    text = revision.text
+                reporter.advance(counter.bytes_read - last_bytes)
+                last_bytes = counter.bytes_read
+                pages += 1
+                if page.redirect or page.namespace != 0:
+                    continue
+                plain = wikitext_to_text(text or "", skip)
+                if not plain:
+                    rejects.add(Reject(str(path), None, f"page {page.id} ({page.title}): empty article text"))
+                    continue
+                yield Document(id=str(page.id), title=page.title, text=plain)
+        except (ET.ParseError, EOFError, OSError) as exc:
+            rejects.add(Reject(str(path), None, f"truncated or malformed XML after {pages} complete pages: {exc}"))
+    finally:
+        stream.close()
+
+
+class _Chain(io.RawIOBase):
+    """A readable stream of some bytes followed by the rest of another stream."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._rest.close()
+        super().close()
+
+
+def _with_siteinfo(stream: BinaryIO) -> BinaryIO:
+    """Special:Export files may lack <siteinfo>, which mwxml requires: add an empty one."""
+    head = b""
+    while b"<page" not in head and b"<siteinfo" not in head and len(head) < (8 << 20):
+        block = stream.read(1 << 16)
+        if not block:
+            break
+        head += block
+    page_at, site_at = head.find(b"<page"), head.find(b"<siteinfo")
+    if page_at >= 0 and (site_at < 0 or site_at > page_at):
+        head = head[:page_at] + b"<siteinfo></siteinfo>\n  " + head[page_at:]
+    return io.BufferedReader(_Chain(head, stream), buffer_size=1 << 20)  # type: ignore[return-value]
+
+
+def _skip_namespaces(dump: Any) -> frozenset[str]:
+    """Local names of the File (6) and Category (14) namespaces and of the other non-article ones."""
+    names = set(_DEFAULT_SKIP_NAMESPACES)
+    for namespace in getattr(dump.site_info, "namespaces", None) or []:
+        if namespace.id != 0 and namespace.name:
+            names.add(namespace.name.lower())
+    return frozenset(names)
+
+
+_DOC_OPEN = re.compile(r'<doc\s+([^>]*)>')
+_DOC_ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+def read_wikiextractor(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
+    """WikiExtractor output: `--json` lines or `<doc ...>` blocks; a file or its output folder."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")) if path.is_dir() else [path]
+    if not files:
+        raise InputError(f"{path}: folder holds no WikiExtractor files")
+    for file in files:
+        yield from _read_wikiextractor_file(file, rejects, reporter)
+
+
+def _read_wikiextractor_file(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
+    stream, counter = open_input(path)
+    last = 0
+    doc_attrs: dict[str, str] | None = None
+    doc_lines: list[str] = []
+    doc_line_no = 0
+    try:
+        for line_no, raw in enumerate(stream, start=1):
+            if counter.bytes_read != last:
+                reporter.advance(counter.bytes_read - last)
+                last = counter.bytes_read
+            line = raw.decode("utf-8", errors="replace")
+            if doc_attrs is not None:
+                if line.strip() == "</doc>":
+                    doc = _doc_block(doc_attrs, doc_lines, path, doc_line_no, rejects)
+                    if doc is not None:
+                        yield doc
+                    doc_attrs, doc_lines = None, []
+                else:
+                    doc_lines.append(line)
+                continue
+            stripped = line.strip()
+            if not stripped:
+                continue
+            match = _DOC_OPEN.match(stripped)
+            if match:
+                doc_attrs, doc_line_no = dict(_DOC_ATTR.findall(match.group(1))), line_no
+            elif stripped.startswith("{"):
+                doc = _json_line(stripped, path, line_no, rejects)
+                if doc is not None:
+                    yield doc
+            else:
+                rejects.add(Reject(str(path), line_no, "not a WikiExtractor JSON line or <doc> block", stripped))
+    except (EOFError, OSError) as exc:
+        rejects.add(Reject(str(path), None, f"compressed stream is truncated or corrupt: {exc}"))
+    finally:
+        stream.close()
+    if doc_attrs is not None:
+        rejects.add(Reject(str(path), doc_line_no, "file ends inside a <doc> block (truncated)"))
+
+
+def _json_line(line: str, path: Path, line_no: int, rejects: RejectLog) -> Document | None:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        rejects.add(Reject(str(path), line_no, f"invalid JSON: {exc.msg}", line))
+        return None
+    if not isinstance(record, dict) or "text" not in record or "title" not in record:
+        rejects.add(Reject(str(path), line_no, "missing field 'title' or 'text'", line))
+        return None
+    return _article(str(record.get("id", "")), str(record["title"]), str(record["text"]), path, line_no, rejects)
+
+
+def _doc_block(attrs: dict[str, str], lines: list[str], path: Path, line_no: int, rejects: RejectLog) -> Document | None:
+    title = html.unescape(attrs.get("title", ""))
+    return _article(attrs.get("id", ""), title, html.unescape("".join(lines)), path, line_no, rejects)
+
+
+def _article(doc_id: str, title: str, text: str, path: Path, line_no: int, rejects: RejectLog) -> Document | None:
+    """WikiExtractor repeats the title as the first line of the text: drop it."""
+    body = text.strip()
+    first, _, rest = body.partition("\n")
+    if first.strip() == title.strip():
+        body = rest.strip()
+    body = _tidy(body)
+    if not doc_id:
+        rejects.add(Reject(str(path), line_no, "missing document id", title))
+        return None
+    if not body:
+        rejects.add(Reject(str(path), line_no, f"document {doc_id} ({title}): empty text"))
+        return None
+    return Document(id=doc_id, title=title, text=body)
