@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import math
 import os
 import threading
 import time
@@ -321,6 +322,30 @@ class BaseLLM:
 # ------------------------------------------------------------------------------------------
 
 
+def _bounded_number_rule(schema: dict[str, Any]) -> str | None:
+    """GBNF for bounded numbers, which llama-cpp-python 0.3's converter leaves unbounded.
+
+    Integers with a small closed range become alternatives; numbers in [0, 1] (scores) get
+    at most three decimals. Anything else is left to the converter (and to validation).
+    """
+    kind = schema.get("type")
+    if kind not in ("integer", "number") or "enum" in schema or "const" in schema:
+        return None
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    if low is None or high is None:
+        return None
+    if kind == "integer":
+        lo = math.ceil(low) + (1 if "exclusiveMinimum" in schema and low == math.ceil(low) else 0)
+        hi = math.floor(high) - (1 if "exclusiveMaximum" in schema and high == math.floor(high) else 0)
+        if hi < lo or hi - lo > 1000:
+            return None
+        return "(" + " | ".join(f'"{i}"' for i in range(lo, hi + 1)) + ") space"
+    if low == 0 and high == 1:
+        return '("0" ("." [0-9] ([0-9] [0-9]?)?)? | "1" ("." "0" ("0" "0"?)?)?) space'
+    return None
+
+
 def _gbnf_for_schema(schema: dict[str, Any]) -> str:
     """GBNF for a JSON schema; fixes llama-cpp-python 0.3's escaping of `\\` in literals."""
     import re
@@ -333,6 +358,13 @@ def _gbnf_for_schema(schema: dict[str, Any]) -> str:
 
         def _format_literal(self, literal: str) -> str:
             return '"' + self._escape.sub(lambda m: self._escapes[m.group(0)], literal) + '"'
+
+        def visit(self, schema: dict[str, Any], name: str) -> str:
+            rule = _bounded_number_rule(schema)
+            if rule is None:
+                return str(super().visit(schema, name))
+            rule_name = name + "-" if name in lg.RESERVED_NAMES else name or "root"
+            return str(self._add_rule(rule_name, rule))
 
     converter = Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     resolved = converter.resolve_refs(json.loads(json.dumps(schema)), "schema")
@@ -498,7 +530,19 @@ class LlamaCppLLM(BaseLLM):
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            self._grammars[key] = LlamaGrammar.from_string(_gbnf_for_schema(schema), verbose=False)
+            import llama_cpp
+
+            try:
+                gbnf = _gbnf_for_schema(schema)
+            except (AssertionError, ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"schema cannot be turned into a grammar: {exc}") from None
+            # llama.cpp answers NULL for a grammar it cannot parse; check before sampling with it
+            probe = llama_cpp.llama_sampler_init_grammar(
+                self._llm._model.vocab, gbnf.encode("utf-8"), b"root")
+            if not probe:
+                raise ValueError(f"llama.cpp rejected the grammar of schema {key[:200]}")
+            llama_cpp.llama_sampler_free(probe)
+            self._grammars[key] = LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[key]
 
     def _generate(self, messages: list[Message], *, schema: dict[str, Any] | None,

@@ -14,11 +14,11 @@ def mend_freebase_line(line: bytes) -> bytes | None:
     """Return a repaired line, or None if nothing could be repaired.
 
     Repairs: characters that are illegal in IRIs (spaces, quotes, braces, backslashes) are
-    percent-encoded; backslash escapes that N-Triples does not define (`\\$`, `\\x`) are made
-    literal backslashes; a missing final ` .` is added.
+    percent-encoded; backslash escapes that N-Triples does not define (`\\$` for `$`) lose the
+    backslash; a missing final ` .` is added.
     """
     fixed = _IRI.sub(lambda m: b"<" + _BAD_IRI_CHARS.sub(_percent, m.group(1)) + b">", line)
-    fixed = _LITERAL.sub(lambda m: b'"' + _BAD_ESCAPE.sub(rb"\\\\", m.group(1)) + b'"', fixed)
+    fixed = _LITERAL.sub(lambda m: b'"' + _BAD_ESCAPE.sub(b"", m.group(1)) + b'"', fixed)
     stripped = fixed.rstrip()
     if not stripped.endswith(b"."):
         fixed = stripped + b" .\n"

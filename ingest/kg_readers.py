@@ -32,7 +32,7 @@ class KgOptions:
 
 def _base_suffix(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2")]
-    return suffixes[-1] if suffixes else ""
+    return suffixes[-1].lstrip(".") if suffixes else ""
 
 
 def detect_kg_format(path: Path) -> str:

@@ -7,6 +7,7 @@ offered to a `mend` function (the Freebase dump's known literal quirks) before i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -78,7 +79,8 @@ def _reason(error: Exception, line: bytes) -> str:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"invalid UTF-8 at byte {exc.start}"
-    return str(error).split(": ", 1)[-1] if isinstance(error, SyntaxError) else str(error)
+    message = str(error).split(": ", 1)[-1] if isinstance(error, SyntaxError) else str(error)
+    return re.sub(r" \(line \d+\)$", "", message)
 
 
 def read_turtle(path: Path, profile: Profile, fmt: ox.RdfFormat = ox.RdfFormat.TURTLE) -> Iterator[KgBatch]:

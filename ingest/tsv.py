@@ -66,7 +66,7 @@ def read_tsv(path: Path) -> Iterator[KgBatch]:
             except UnicodeDecodeError as exc:
                 batch.rejects.append(Reject(name, line_no, f"invalid UTF-8 at byte {exc.start}", raw.decode("utf-8", "replace")))
                 continue
-            if not text.strip() or text.startswith("#"):
+            if not text.strip():
                 continue
             fields = next(csv.reader(io.StringIO(text), delimiter=delimiter)) if delimiter == "," else text.split("\t")
             fields = [f.strip() for f in fields]

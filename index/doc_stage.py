@@ -1,0 +1,393 @@
+"""The documents stage of an index build, and its vectors stage.
+
+`build_documents`: read every document source (plus `dropped_docs.jsonl` when the KG stage wrote
+one), link documents to KG entities, chunk them, and write documents.parquet, chunks.parquet,
+bm25/ and the `doc_ids` column of entities.parquet.
+`build_vectors`: embed chunks and entity labels (resumable shards) and write vectors/.
+
+Chunk rows are ordered by collection, then entity, so that a collection is one contiguous row
+range (filtered dense and sparse search) and DuckDB can skip row groups when looking up an
+entity's chunks.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from index.bm25_index import build_bm25
+from index.chunking import chunk_spans
+from index.paths import IndexPaths
+from index.vectors import (
+    FAISS_KINDS,
+    embed_in_shards,
+    write_ids,
+    write_index,
+    write_meta,
+)
+from ingest.doc_records import Document
+from ingest.documents import DOC_FORMATS, iter_documents
+from ingest.documents import detect_doc_format as _detect
+from ingest.errors import InputError
+from ingest.rejects import Reject, RejectLog
+from ingest.terms import expand_entity_id
+
+COLLECTIONS = ("wiki", "web", "domain")
+# Rows per Parquet row group of chunks.parquet: small enough for DuckDB to skip most of them.
+CHUNK_ROW_GROUP = 8192
+# How many aliases per entity get their own row in the entity-label vector index.
+ALIASES_PER_ENTITY = 3
+
+CHUNK_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("entity", pa.string()),
+        ("collection", pa.string()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("seq", pa.int64()),
+    ]
+)
+DOC_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("entity", pa.string()),
+        ("link_reason", pa.string()),
+        ("collection", pa.string()),
+        ("source", pa.string()),
+        ("chunks", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class DocSource:
+    """One document source: a file or folder, its format, and the collection it goes into."""
+
+    path: Path
+    format: str
+    collection: str
+
+
+@dataclass(frozen=True)
+class DocOptions:
+    """Options of the documents and vectors stages."""
+
+    chunk_size: int = 1000  # characters
+    chunk_overlap: int = 150
+    embed_model: str | None = None  # None: the packaged default (all-MiniLM-L6-v2)
+    faiss_kind: str = "auto"  # auto | flat | hnsw | ivfpq
+    batch_size: int = 64  # texts per encode batch
+    shard_size: int = 4096  # vectors per resumable shard
+    entity_vectors: bool = True  # also embed entity labels (label-similarity linking)
+
+
+def detect_doc_format(path: Path) -> str:
+    """The document format of `path` (one of jsonl, wikipedia-xml, wikiextractor, files, hotpot)."""
+    return _detect(path)
+
+
+def embed_text(title: str | None, text: str) -> str:
+    """What is embedded and BM25-indexed for a chunk: its document title, then its text."""
+    return f"{title}\n{text}" if title else text
+
+
+# ------------------------------------------------------------------------------------------
+# documents stage
+# ------------------------------------------------------------------------------------------
+
+
+def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOptions, rejects: RejectLog) -> dict[str, object]:
+    """Ingest, link and chunk all document sources; returns counts for the manifest."""
+    _check_options(sources, options)
+    sources = list(sources)
+    if paths.dropped_docs.exists() and paths.dropped_docs.stat().st_size > 0:
+        sources.append(DocSource(paths.dropped_docs, "jsonl", "wiki"))
+    linker = TitleLinker.open(paths)
+    staging = paths.root / ".chunks-staging.parquet"
+    counts: Counter[str] = Counter()
+    collections: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    doc_ids_of: dict[str, list[str]] = defaultdict(list)
+    seen: set[str] = set()
+    doc_tmp = paths.documents.with_name(paths.documents.name + ".tmp")
+    with pq.ParquetWriter(doc_tmp, DOC_SCHEMA) as doc_writer, pq.ParquetWriter(staging, CHUNK_SCHEMA) as chunk_writer:
+        doc_rows: list[dict[str, Any]] = []
+        chunk_rows: list[dict[str, Any]] = []
+        for source in sources:
+            for doc in _documents(source, rejects):
+                if doc.id in seen:
+                    rejects.add(Reject(str(source.path), None, f"duplicate document id {doc.id!r} (the first one is kept)", doc.title))
+                    continue
+                seen.add(doc.id)
+                entity, reason = linker.link(doc, source.collection)
+                spans = chunk_spans(doc.text, options.chunk_size, options.chunk_overlap)
+                seq = counts["documents"]
+                for n, span in enumerate(spans):
+                    chunk_rows.append({
+                        "chunk_id": f"{doc.id}#{n}", "doc_id": doc.id, "entity": entity,
+                        "collection": source.collection, "title": doc.title,
+                        "text": doc.text[span.start:span.end], "start": span.start, "end": span.end, "seq": seq,
+                    })
+                doc_rows.append({
+                    "doc_id": doc.id, "title": doc.title, "text": doc.text, "entity": entity,
+                    "link_reason": reason, "collection": source.collection, "source": str(source.path),
+                    "chunks": len(spans),
+                })
+                counts["documents"] += 1
+                counts["chunks"] += len(spans)
+                collections[source.collection] += 1
+                if entity is not None:
+                    counts["linked_documents"] += 1
+                    reasons[reason or "given"] += 1
+                    doc_ids_of[entity].append(doc.id)
+                if len(chunk_rows) >= CHUNK_ROW_GROUP:
+                    chunk_writer.write_table(pa.Table.from_pylist(chunk_rows, CHUNK_SCHEMA))
+                    doc_writer.write_table(pa.Table.from_pylist(doc_rows, DOC_SCHEMA))
+                    chunk_rows, doc_rows = [], []
+        if chunk_rows or doc_rows:
+            chunk_writer.write_table(pa.Table.from_pylist(chunk_rows, CHUNK_SCHEMA))
+            doc_writer.write_table(pa.Table.from_pylist(doc_rows, DOC_SCHEMA))
+    if counts["chunks"] == 0:
+        staging.unlink(missing_ok=True)
+        doc_tmp.unlink(missing_ok=True)
+        names = ", ".join(str(s.path) for s in sources) or "(none)"
+        raise InputError(f"no documents could be read from {names}; see {paths.rejects} for the reasons")
+    os.replace(doc_tmp, paths.documents)
+    ranges = _write_sorted_chunks(staging, paths.chunks)
+    staging.unlink()
+    _build_sparse(paths)
+    if paths.entities.exists():
+        _write_doc_ids(paths.entities, doc_ids_of)
+    return {
+        "documents": counts["documents"],
+        "chunks": counts["chunks"],
+        "linked_documents": counts["linked_documents"],
+        "linked_entities": len(doc_ids_of),
+        "collections": dict(collections),
+        "chunk_ranges": {name: list(r) for name, r in ranges.items()},
+        "link_reasons": dict(reasons),
+        "doc_rejects": rejects.total,
+    }
+
+
+def _check_options(sources: list[DocSource], options: DocOptions) -> None:
+    if options.chunk_size <= 0 or not 0 <= options.chunk_overlap < options.chunk_size:
+        raise InputError(
+            f"--chunk-size must be positive and --chunk-overlap between 0 and the chunk size "
+            f"(got {options.chunk_size} and {options.chunk_overlap})"
+        )
+    if options.faiss_kind not in FAISS_KINDS:
+        raise InputError(f"--faiss must be one of {', '.join(FAISS_KINDS)} (got {options.faiss_kind!r})")
+    for source in sources:
+        if source.collection not in COLLECTIONS:
+            raise InputError(f"{source.path}: collection must be one of {', '.join(COLLECTIONS)} (got {source.collection!r})")
+        if source.format not in DOC_FORMATS:
+            raise InputError(f"{source.path}: unknown document format {source.format!r} (expected one of {', '.join(DOC_FORMATS)})")
+
+
+def _documents(source: DocSource, rejects: RejectLog) -> Iterator[Document]:
+    fmt = detect_doc_format(source.path) if source.format == "auto" else source.format
+    return iter_documents(source.path, fmt, rejects)
+
+
+class TitleLinker:
+    """Links a document to a KG entity: the entity it names (pre-linked), else the entity whose
+    Wikipedia sitelink is its title, else one whose label or alias matches the title exactly or
+    after normalisation (highest degree first). `web` documents are not linked by title."""
+
+    def __init__(self, table: Any | None) -> None:
+        self.table = table
+        self._sitelinks: dict[str, str] = {}
+        self._cache: dict[str, tuple[str | None, str | None]] = {}
+        if table is not None:
+            best: dict[str, tuple[int, str]] = {}
+            for entity, title, degree in zip(table.ids, table.wikipedia_titles, table.degrees, strict=True):
+                if title:
+                    key = _wiki_title_key(title)
+                    if key not in best or (-degree, entity) < (-best[key][0], best[key][1]):
+                        best[key] = (degree, entity)
+            self._sitelinks = {key: entity for key, (_, entity) in best.items()}
+
+    @classmethod
+    def open(cls, paths: IndexPaths) -> TitleLinker:
+        if not paths.entities.exists():
+            return cls(None)
+        from engine.entities import EntityTable
+
+        return cls(EntityTable.open(paths))
+
+    def link(self, doc: Document, collection: str) -> tuple[str | None, str | None]:
+        """(entity id, reason) with reason in given|sitelink|exact|alias|normalised, or (None, None)."""
+        if doc.entity:
+            if self.table is None:
+                return expand_entity_id(doc.entity), "given"
+            resolved = self.table.resolve(doc.entity)
+            return (resolved, "given") if resolved else (None, None)
+        if self.table is None or not doc.linkable or not doc.title.strip() or collection == "web":
+            return None, None
+        if doc.title not in self._cache:
+            self._cache[doc.title] = self._by_title(doc.title)
+        return self._cache[doc.title]
+
+    def _by_title(self, title: str) -> tuple[str | None, str | None]:
+        entity = self._sitelinks.get(_wiki_title_key(title))
+        if entity is not None:
+            return entity, "sitelink"
+        assert self.table is not None
+        for entity, how in self.table.find(title):
+            if how != "id":
+                return entity, how
+        return None, None
+
+
+def _wiki_title_key(title: str) -> str:
+    """Wikipedia titles: underscores are spaces and the first letter is case-insensitive."""
+    title = title.replace("_", " ").strip()
+    return title[:1].upper() + title[1:]
+
+
+def _write_sorted_chunks(staging: Path, out: Path) -> dict[str, tuple[int, int]]:
+    """chunks.parquet ordered by collection, entity, document, chunk; with a `row` column."""
+    import duckdb
+
+    order = ", ".join(f"'{c}'" for c in COLLECTIONS)
+    tmp = out.with_name(out.name + ".tmp")
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET temp_directory = '{_sql_str(str(staging.parent / '.duckdb-tmp'))}'")
+        con.execute("SET preserve_insertion_order = true")
+        query = f"""
+            SELECT row_number() OVER (ORDER BY coalesce(list_position([{order}], collection), 99), collection,
+                                      entity NULLS LAST, seq, start) - 1 AS row,
+                   chunk_id, doc_id, entity, collection, title, text, start, "end"
+            FROM read_parquet('{_sql_str(str(staging))}')
+            ORDER BY row
+        """
+        con.execute(f"COPY ({query}) TO '{_sql_str(str(tmp))}' (FORMAT parquet, ROW_GROUP_SIZE {CHUNK_ROW_GROUP})")
+        ranges = con.execute(
+            f"SELECT collection, min(row), max(row) + 1 FROM read_parquet('{_sql_str(str(tmp))}') GROUP BY collection"
+        ).fetchall()
+    finally:
+        con.close()
+        shutil.rmtree(staging.parent / ".duckdb-tmp", ignore_errors=True)
+    os.replace(tmp, out)
+    return {name: (int(start), int(end)) for name, start, end in ranges}
+
+
+def _sql_str(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def chunk_texts(chunks: Path, batch_rows: int = 8192) -> Iterator[list[str]]:
+    """Embedding texts of chunks.parquet (title + text), in row order, in batches."""
+    for batch in pq.ParquetFile(chunks).iter_batches(batch_size=batch_rows, columns=["title", "text"]):
+        titles, texts = batch.column(0).to_pylist(), batch.column(1).to_pylist()
+        yield [embed_text(t, x) for t, x in zip(titles, texts, strict=True)]
+
+
+def _build_sparse(paths: IndexPaths) -> None:
+    build_bm25(chunk_texts(paths.chunks), paths.bm25)
+
+
+def _write_doc_ids(entities: Path, doc_ids_of: dict[str, list[str]]) -> None:
+    """Rewrite entities.parquet with a `doc_ids` column (temp file + rename: the old file may be
+    hard-linked into the live index and must not change)."""
+    source = pq.ParquetFile(entities)
+    schema = source.schema_arrow
+    if "doc_ids" in schema.names:
+        schema = schema.remove(schema.get_field_index("doc_ids"))
+    schema = schema.append(pa.field("doc_ids", pa.list_(pa.string())))
+    tmp = entities.with_name(entities.name + ".tmp")
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for batch in source.iter_batches(batch_size=65536):
+            table = pa.Table.from_batches([batch])
+            if "doc_ids" in table.column_names:
+                table = table.drop_columns(["doc_ids"])
+            ids = table.column("id").to_pylist()
+            table = table.append_column("doc_ids", pa.array([doc_ids_of.get(i, []) for i in ids], pa.list_(pa.string())))
+            writer.write_table(table.cast(schema))
+    os.replace(tmp, entities)
+
+
+# ------------------------------------------------------------------------------------------
+# vectors stage
+# ------------------------------------------------------------------------------------------
+
+
+def build_vectors(paths: IndexPaths, options: DocOptions, cache_dir: Path) -> dict[str, object]:
+    """Embed chunks (and entity labels) and write vectors/; resumable through shards in
+    `cache_dir`. Returns {model, dim, model_fingerprint, ...} for the manifest."""
+    from engine.embedder import SentenceTransformerEmbedder
+
+    if not paths.chunks.exists():
+        raise InputError(f"{paths.root}: no chunks to embed (the documents stage has not run)")
+    embedder = SentenceTransformerEmbedder(options.embed_model, batch_size=options.batch_size)
+    tmp = paths.vectors.with_name(paths.vectors.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    count = pq.ParquetFile(paths.chunks).metadata.num_rows
+    shards, chunk_stats = embed_in_shards(
+        "chunks", lambda: chunk_texts(paths.chunks), count, embedder, cache_dir, options.shard_size
+    )
+    meta: dict[str, Any] = {
+        "model": embedder.name,
+        "model_path": str(embedder.path),
+        "dim": embedder.dim,
+        "model_fingerprint": embedder.fingerprint,
+        "metric": "inner_product",
+        "chunks": write_index("chunks", shards, embedder.dim, tmp, options.faiss_kind),
+    }
+    chunk_ids = pq.read_table(paths.chunks, columns=["chunk_id"]).column(0).to_pylist()
+    write_ids(tmp / "chunks.ids.parquet", {"chunk_id": pa.array(chunk_ids, pa.string())})
+    entity_stats = None
+    if options.entity_vectors and paths.entities.exists():
+        entity_ids, names = entity_names(paths.entities)
+        if names:
+            shards, entity_stats = embed_in_shards(
+                "entities", lambda: iter([names]), len(names), embedder, cache_dir, options.shard_size
+            )
+            meta["entities"] = write_index("entities", shards, embedder.dim, tmp, options.faiss_kind)
+            write_ids(tmp / "entities.ids.parquet", {"entity": pa.array(entity_ids, pa.string()), "name": pa.array(names, pa.string())})
+    write_meta(tmp, meta)
+    shutil.rmtree(paths.vectors, ignore_errors=True)
+    os.replace(tmp, paths.vectors)
+    return {
+        "model": meta["model"],
+        "dim": meta["dim"],
+        "model_fingerprint": meta["model_fingerprint"],
+        "chunk_vectors": meta["chunks"]["count"],
+        "chunk_index": meta["chunks"]["kind"],
+        "entity_vectors": meta.get("entities", {}).get("count", 0),
+        "entity_index": meta.get("entities", {}).get("kind"),
+        "shards_computed": chunk_stats.computed + (entity_stats.computed if entity_stats else 0),
+        "shards_reused": chunk_stats.reused + (entity_stats.reused if entity_stats else 0),
+    }
+
+
+def entity_names(entities: Path) -> tuple[list[str], list[str]]:
+    """(entity id, name) rows to embed: each label, then up to ALIASES_PER_ENTITY aliases."""
+    ids: list[str] = []
+    names: list[str] = []
+    for batch in pq.ParquetFile(entities).iter_batches(batch_size=65536, columns=["id", "label", "aliases"]):
+        for entity, label, aliases in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+            seen = set()
+            for name in [label, *(aliases or [])[:ALIASES_PER_ENTITY]]:
+                if name and name not in seen:
+                    seen.add(name)
+                    ids.append(entity)
+                    names.append(name)
+    return ids, names

@@ -1,0 +1,45 @@
+"""Shared fixtures. Every test runs with LOCALKG_HOME in a temp folder so nothing touches the
+user's files; real benchmark data is read from ../shared/data (tests skip when it is absent).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("localkg-home")
+    monkeypatch.setenv("LOCALKG_HOME", str(home))
+    # Assembled model files are large: tests reuse the real cache unless told otherwise.
+    real_models = Path(os.environ.get("LOCALKG_MODELS_DIR", Path.home() / ".cache" / "localkg" / "models"))
+    monkeypatch.setenv("LOCALKG_MODELS_DIR", str(real_models))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"benchmark data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def metaqa_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The full MetaQA KB (133,582 triples) built once per session."""
+    if not (SHARED_DATA / "metaqa" / "kb").exists():
+        pytest.skip("MetaQA KB not found in ../shared/data")
+    from index.build import build_index
+    from index.kg_stage import KgSource
+
+    out = tmp_path_factory.mktemp("indexes") / "metaqa"
+    build_index(out, [KgSource(SHARED_DATA / "metaqa" / "kb", "metaqa")], [])
+    return out
