@@ -307,9 +307,10 @@ class BaseLLM:
             parsed, error = parse_reply(text, schema)
             if error is None:
                 return ChatResult(text, parsed, usage)
+            if gen.truncated:
+                error = f"{error}; reply cut off at max_tokens={tokens}"
             if attempt == 0 and gen.truncated:
                 tokens = max_tokens * 2  # most invalid replies were simply cut off
-                error = f"{error}; reply cut off at max_tokens={max_tokens}"
             elif attempt == 0:
                 request = [*messages, {"role": "assistant", "content": text},
                            {"role": "user", "content": f"That reply is invalid: {error}. "
@@ -631,6 +632,10 @@ class OpenAICompatLLM(BaseLLM):
             except (OSError, http.client.HTTPException) as exc:
                 problem = f"cannot reach it ({type(exc).__name__}: {exc})"
                 continue
+            if status >= 400 and b"response_format" in raw:
+                # a server that does not take this form of JSON schema (llama-cpp-python's
+                # answers 500 with a validation error): no use retrying the same request
+                raise _HTTPRejected(status, raw.decode("utf-8", "replace")[:500])
             if status == 429 or status >= 500:
                 problem = f"it answered HTTP {status}: {raw[:200]!r}"
                 continue
@@ -661,7 +666,7 @@ class OpenAICompatLLM(BaseLLM):
                 body = self._request("POST", "/chat/completions", payload)
                 break
             except _HTTPRejected as exc:
-                if schema is not None and self._schema_style == "json_schema" and exc.status in (400, 422):
+                if schema is not None and self._schema_style == "json_schema":
                     self._schema_style = "json_object"  # remember: this server wants the other form
                     continue
                 raise CallFailed(f"server rejected the request: HTTP {exc.status} {exc.body}") from None
@@ -702,12 +707,17 @@ def open_llm(spec: str | None = None, *, cache: bool | ResponseCache = True,
     `cache=True` uses the shared response cache, False bypasses it (`--no-cache`), or pass
     a ResponseCache of your own.
     """
-    own = ResponseCache() if cache is True else None
-    store = cache if isinstance(cache, ResponseCache) else own
+    llm: BaseLLM
     if spec and spec.startswith(("http://", "https://")):
-        return OpenAICompatLLM(spec, cache=store)
-    local = resolve_local(spec)
-    return LlamaCppLLM(local.path, sha256=local.sha256, name=local.name, n_ctx=n_ctx, cache=store)
+        llm = OpenAICompatLLM(spec)
+    else:
+        local = resolve_local(spec)
+        llm = LlamaCppLLM(local.path, sha256=local.sha256, name=local.name, n_ctx=n_ctx)
+    if isinstance(cache, ResponseCache):
+        llm.cache = cache
+    elif cache:
+        llm.cache = ResponseCache()
+    return llm
 
 
 def chat_once(prompt: str, *, llm: str | None = None, system: str | None = None,

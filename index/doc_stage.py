@@ -226,9 +226,7 @@ class TitleLinker:
     def open(cls, paths: IndexPaths) -> TitleLinker:
         if not paths.entities.exists():
             return cls(None)
-        from engine.entities import EntityTable
-
-        return cls(EntityTable.open(paths))
+        return cls(read_entity_table(paths.entities))
 
     def link(self, doc: Document, collection: str) -> tuple[str | None, str | None]:
         """(entity id, reason) with reason in given|sitelink|exact|alias|normalised, or (None, None)."""
@@ -252,6 +250,22 @@ class TitleLinker:
             if how != "id":
                 return entity, how
         return None, None
+
+
+def read_entity_table(entities: Path) -> Any:
+    """An EntityTable straight from entities.parquet (a build's temp folder has no manifest yet)."""
+    from engine.entities import EntityTable
+
+    columns = ["id", "label", "aliases", "degree", "description", "wikipedia_title"]
+    data = pq.read_table(entities, columns=columns).to_pydict()
+    return EntityTable(
+        ids=data["id"],
+        labels=data["label"],
+        aliases=[a or [] for a in data["aliases"]],
+        degrees=data["degree"],
+        descriptions=data["description"],
+        wikipedia_titles=data["wikipedia_title"],
+    )
 
 
 def _wiki_title_key(title: str) -> str:

@@ -5,7 +5,9 @@ entity and relation tables from the store itself (so duplicates and --kg-keep ar
 from __future__ import annotations
 
 import json
+import queue
 import random
+import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,33 +69,39 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     rng = random.Random(options.seed)
     dropped: list[tuple[ox.Quad, bool]] = []
     filtered: Counter[str] = Counter()
+    degree: Counter[str] = Counter()
     per_source: list[dict[str, Any]] = []
-    for source in sources:
-        fmt = resolved_format(source.path, source.format)
-        size = _input_size(source.path)
-        loaded = 0
-        before = rejects.total
-        with progress_bar(f"kg {source.path.name}", total=size, unit="bytes") as bar:
-            read = 0
-            for batch in read_kg(source.path, fmt, options):
-                facts = batch.facts
-                if options.keep_fraction < 1.0:
-                    facts = _keep(batch, options.keep_fraction, rng, dropped)
-                store.bulk_extend(facts)
-                store.bulk_extend(_meta_quads(batch))
-                rejects.extend(batch.rejects)
-                filtered.update(batch.filtered)
-                loaded += len(facts)
-                bar.advance(max(batch.bytes_read - read, 0), status=f"{loaded:,} facts")
-                read = batch.bytes_read
-        per_source.append(
-            {"path": str(source.path), "format": fmt, "facts_read": loaded, "rejects": rejects.total - before}
-        )
-        console.print(f"[green]kg[/] {source.path}: {loaded:,} facts, {rejects.total - before:,} rejected")
+    with _StoreWriter(store) as writer:
+        for source in sources:
+            fmt = resolved_format(source.path, source.format)
+            loaded = 0
+            before = rejects.total
+            with progress_bar(f"kg {source.path.name}", total=_input_size(source.path), unit="bytes") as bar:
+                read = 0
+                for batch in read_kg(source.path, fmt, options):
+                    facts = batch.facts
+                    if options.keep_fraction < 1.0:
+                        facts = _keep(batch, options.keep_fraction, rng, dropped)
+                        writer.extend(facts)
+                    elif batch.raw is not None and len(batch.not_facts) <= len(facts) // 5:
+                        writer.load_raw(batch.raw, batch.not_facts)
+                    else:
+                        writer.extend(facts)
+                    writer.extend(_meta_quads(batch))
+                    _count_degrees(facts, degree)
+                    rejects.extend(batch.rejects)
+                    filtered.update(batch.filtered)
+                    loaded += len(facts)
+                    bar.advance(max(batch.bytes_read - read, 0), status=f"{loaded:,} facts")
+                    read = batch.bytes_read
+            per_source.append(
+                {"path": str(source.path), "format": fmt, "facts_read": loaded, "rejects": rejects.total - before}
+            )
+            console.print(f"[green]kg[/] {source.path}: {loaded:,} facts, {rejects.total - before:,} rejected")
     store.flush()
     console.print("[dim]computing entity and relation tables...[/]")
     relations = _write_relations(store, paths.relations)
-    entities = _write_entities(store, paths.entities)
+    entities = _write_entities(store, paths.entities, degree)
     counts: dict[str, Any] = {
         "triples": int(sum(relations.values())),
         "entities": entities,
@@ -107,6 +115,63 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
             counts["kg_keep"]["dropped_documents"] = _write_dropped_docs(store, dropped, paths.dropped_docs)
     del store
     return counts
+
+
+class _StoreWriter:
+    """Writes to the store on a background thread, in order, while the caller parses the next
+    batch. `bulk_load` of raw bytes releases the GIL, so parsing and loading overlap on two cores.
+    Quads that a raw load brought in but that are not facts are removed once all loads are done.
+    """
+
+    def __init__(self, store: ox.Store) -> None:
+        self.store = store
+        self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._to_remove: list[ox.Quad] = []
+        self._thread = threading.Thread(target=self._work, name="kg-writer", daemon=True)
+
+    def __enter__(self) -> _StoreWriter:
+        self._thread.start()
+        return self
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is not None:
+                continue
+            kind, payload = item
+            try:
+                if kind == "raw":
+                    self.store.bulk_load(payload, ox.RdfFormat.N_TRIPLES)
+                else:
+                    self.store.bulk_extend(payload)
+            except BaseException as exc:  # surfaced in the caller's thread
+                self._error = exc
+
+    def _put(self, item: tuple[str, Any]) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(item)
+
+    def load_raw(self, data: bytes, not_facts: list[ox.Quad]) -> None:
+        self._put(("raw", data))
+        self._to_remove.extend(not_facts)
+
+    def extend(self, quads: list[ox.Quad]) -> None:
+        if quads:
+            self._put(("extend", quads))
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None and exc_info[0] is None:
+            raise self._error
+        for quad in self._to_remove:
+            self.store.remove(quad)
+
+
+def _count_degrees(facts: list[ox.Quad], degree: Counter[str]) -> None:
+    degree.update([_term_id(q.subject) for q in facts])
+    degree.update([_term_id(q.object) for q in facts if not isinstance(q.object, ox.Literal)])
 
 
 def _input_size(path: Path) -> int | None:
@@ -174,11 +239,7 @@ def _write_relations(store: ox.Store, path: Path) -> dict[str, int]:
     return counts
 
 
-def _write_entities(store: ox.Store, path: Path) -> int:
-    query = (
-        "SELECT ?e (COUNT(*) AS ?n) WHERE { { ?e ?p ?o } UNION { ?s ?p ?e FILTER(!isLiteral(?e)) } } GROUP BY ?e"
-    )
-    degree = {_term_id(row["e"]): int(row["n"].value) for row in store.query(query)}  # type: ignore[union-attr]
+def _write_entities(store: ox.Store, path: Path, degree: Counter[str]) -> int:
     meta = _meta_rows(store)
     ids = sorted(set(degree) | set(meta))
     empty = {"label": None, "aliases": [], "description": None, "wikipedia_title": None}

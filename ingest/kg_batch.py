@@ -18,6 +18,11 @@ class KgBatch:
     """Facts (default graph quads), metadata rows (kind, entity IRI, text), rejects, counters."""
 
     facts: list[ox.Quad] = field(default_factory=list)
+    # Quads of `raw` that are not facts (metadata, filtered): removed again when `raw` is loaded.
+    not_facts: list[ox.Quad] = field(default_factory=list)
+    # The batch's N-Triples bytes when they parsed cleanly: loading them in Rust is faster than
+    # loading `facts` object by object.
+    raw: bytes | None = None
     meta: list[tuple[str, str, str]] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
     filtered: Counter[str] = field(default_factory=Counter)

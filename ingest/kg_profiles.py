@@ -82,6 +82,7 @@ class GenericProfile:
                         meta.append((kind, quad.subject.value, obj.value))
                 else:
                     batch.filtered["other-language metadata"] += 1
+                batch.not_facts.append(quad)
                 continue
             if quad.graph_name != DEFAULT_GRAPH:
                 quad = ox.Quad(quad.subject, quad.predicate, quad.object)
@@ -110,6 +111,7 @@ class FreebaseProfile:
             subject = quad.subject.value
             if not subject.startswith(ns) or subject[n : n + 2] not in ("m.", "g."):
                 batch.filtered["non-entity subject"] += 1
+                batch.not_facts.append(quad)
                 continue
             predicate = quad.predicate.value
             local = predicate[n:] if predicate.startswith(ns) else predicate
@@ -120,16 +122,20 @@ class FreebaseProfile:
                     batch.meta.append((kind, subject, obj.value))
                 else:
                     batch.filtered["other-language metadata"] += 1
+                batch.not_facts.append(quad)
                 continue
             if self._dropped(local):
                 batch.filtered["dropped predicate"] += 1
+                batch.not_facts.append(quad)
                 continue
             if isinstance(obj, ox.Literal):
                 if not _lang_ok(obj, self.languages):
                     batch.filtered["other-language literal"] += 1
+                    batch.not_facts.append(quad)
                     continue
             elif not (obj.value.startswith(ns) and obj.value[n : n + 2] in ("m.", "g.")):
                 batch.filtered["non-entity object"] += 1
+                batch.not_facts.append(quad)
                 continue
             batch.facts.append(quad)
 
@@ -158,9 +164,11 @@ class WikidataProfile:
                     batch.meta.append((WIKIPEDIA, obj.value, title))
                 else:
                     batch.filtered["other sitelink"] += 1
+                batch.not_facts.append(quad)
                 continue
             if not subject.startswith(ent) or not isinstance(quad.subject, ox.NamedNode):
                 batch.filtered["non-entity subject"] += 1
+                batch.not_facts.append(quad)
                 continue
             kind = _META_PREDICATES.get(predicate)
             if kind is not None:
@@ -168,16 +176,20 @@ class WikidataProfile:
                     batch.meta.append((kind, subject, obj.value))
                 else:
                     batch.filtered["other-language metadata"] += 1
+                batch.not_facts.append(quad)
                 continue
             if not predicate.startswith(direct):
                 batch.filtered["non-truthy predicate"] += 1
+                batch.not_facts.append(quad)
                 continue
             if isinstance(obj, ox.Literal):
                 if not _lang_ok(obj, self.languages):
                     batch.filtered["other-language literal"] += 1
+                    batch.not_facts.append(quad)
                     continue
             elif not obj.value.startswith(ent):
                 batch.filtered["non-entity object"] += 1
+                batch.not_facts.append(quad)
                 continue
             if quad.graph_name != DEFAULT_GRAPH:
                 quad = ox.Quad(quad.subject, quad.predicate, quad.object)

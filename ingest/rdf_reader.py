@@ -29,14 +29,17 @@ def read_line_rdf(
     fmt: ox.RdfFormat,
     profile: Profile,
     mend: Mend | None = None,
-    batch_bytes: int = 4 << 20,
+    batch_bytes: int = 16 << 20,
 ) -> Iterator[KgBatch]:
     """Read an N-Triples / N-Quads file (plain, .gz, .bz2) as batches routed by `profile`."""
     name = str(path)
     for first_line, lines, bytes_read in iter_lines(path, batch_bytes):
         batch = KgBatch(lines=len(lines), bytes_read=bytes_read)
+        data = b"".join(lines)
         try:
-            quads = list(ox.parse(b"".join(lines), fmt))
+            quads = list(ox.parse(data, fmt))
+            if fmt == ox.RdfFormat.N_TRIPLES:
+                batch.raw = data
         except (SyntaxError, ValueError):
             quads = _parse_lines_one_by_one(lines, first_line, name, fmt, mend, batch)
         profile.route(quads, batch)

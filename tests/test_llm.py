@@ -55,11 +55,19 @@ PICK = {
     "type": "object",
     "properties": {
         "relations": enum_array(RELATIONS, max_items=3, min_items=1),
-        "reason": {"type": "string", "maxLength": 60},
+        "reason": {"type": "string", "maxLength": 40},
     },
     "required": ["relations", "reason"],
     "additionalProperties": False,
 }
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the response cache and verification records out of the user's home."""
+    monkeypatch.setenv("LOCALKG_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("LOCALKG_MODELS_DIR", raising=False)
+    monkeypatch.delenv("LOCALKG_LLM_CACHE", raising=False)
 
 
 def ask(question: str) -> list[dict[str, str]]:
@@ -111,10 +119,10 @@ def test_constrained_output_always_parses(tiny: LlamaCppLLM) -> None:
 def test_deterministic_with_calls_in_between(tiny: LlamaCppLLM) -> None:
     first = tiny.chat(ask("Who was the wife of Pierre Curie?"), schema=PICK, max_tokens=80)
     tiny.chat(ask("Where is Kyoto?"), schema=PICK, max_tokens=80)
-    tiny.chat([{"role": "user", "content": "Write a haiku about graphs."}], max_tokens=30)
+    tiny.chat([{"role": "user", "content": "Write a haiku about graphs."}], max_tokens=20)
     again = tiny.chat(ask("Who was the wife of Pierre Curie?"), schema=PICK, max_tokens=80)
     assert again.text == first.text
-    free = [tiny.chat([{"role": "user", "content": "Name three rivers."}], max_tokens=40)
+    free = [tiny.chat([{"role": "user", "content": "Name three rivers."}], max_tokens=20)
             for _ in range(2)]
     assert free[0].text == free[1].text
     sampled = [tiny.chat(ask("Where is Kyoto?"), schema=PICK, temperature=0.8, seed=7,

@@ -27,6 +27,7 @@ def _model_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("LOCALKG_HOME", str(home))
     monkeypatch.delenv("LOCALKG_MODELS_DIR", raising=False)
+    monkeypatch.delenv("LOCALKG_LLM_CACHE", raising=False)
     return home
 
 

@@ -1,0 +1,179 @@
+"""KG ingest and access benchmark.
+
+Measures, in one run on the same files: our ingest (validation + routing + tables) vs a raw
+`pyoxigraph.Store.bulk_load` of the same file and vs rdflib parsing it; `relations_of` and
+`tails` latency on MetaQA; store bytes per triple. Inputs: the MetaQA KB (as N-Triples, so all
+three tools read the same bytes) and a generated N-Triples file of 2,000,000 triples.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+from index.build import build_index
+from index.kg_stage import KgSource
+from index.paths import IndexPaths
+
+REPO = Path(__file__).resolve().parents[1]
+METAQA = REPO.parent / "shared" / "data" / "metaqa" / "kb"
+GENERATED_TRIPLES = 2_000_000
+RDFLIB_LIMIT = 300_000  # rdflib is measured on a prefix (it is ~100x slower); rate compared
+
+
+def _metaqa_as_ntriples(target: Path) -> int:
+    from ingest.terms import mint_entity, mint_relation
+
+    entities = dict(line.split("\t", 1) for line in (METAQA / "entities.dict").read_text(encoding="utf-8").splitlines())
+    relations = dict(line.split("\t", 1) for line in (METAQA / "relations.dict").read_text(encoding="utf-8").splitlines())
+    n = 0
+    with target.open("w", encoding="utf-8") as out:
+        for line in (METAQA / "train.txt").read_text(encoding="utf-8").splitlines():
+            h, r, t = line.split("\t")
+            out.write(f"<{mint_entity(entities[h])}> <{mint_relation(relations[r])}> <{mint_entity(entities[t])}> .\n")
+            n += 1
+        for name in entities.values():
+            escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+            out.write(f'<{mint_entity(name)}> <http://www.w3.org/2000/01/rdf-schema#label> "{escaped}"@en .\n')
+    return n
+
+
+def _generated(target: Path, triples: int) -> None:
+    rng = random.Random(0)
+    entities, relations = 200_000, 60
+    with target.open("w", encoding="utf-8") as out:
+        for i in range(triples):
+            s = rng.randrange(entities)
+            if i % 5 == 0:
+                out.write(f'<http://bench.example/e/{s}> <http://bench.example/r/attr{i % 7}> "value {i}" .\n')
+            else:
+                o = rng.randrange(entities)
+                out.write(f"<http://bench.example/e/{s}> <http://bench.example/r/{rng.randrange(relations)}> <http://bench.example/e/{o}> .\n")
+
+
+def _time(fn: Any) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _compare(path: Path, work: Path, triples: int) -> dict[str, Any]:
+    def ours() -> None:
+        build_index(work / "ours", [KgSource(path, "ntriples")], [], rebuild=True)
+
+    def raw() -> None:
+        store = ox.Store(str(work / "raw"))
+        store.bulk_load(path=str(path), format=ox.RdfFormat.N_TRIPLES)
+        store.flush()
+        del store
+
+    def rdflib_parse() -> None:
+        import rdflib
+
+        head = work / "head.nt"
+        with path.open("rb") as src, head.open("wb") as dst:
+            for i, line in enumerate(src):
+                if i >= RDFLIB_LIMIT:
+                    break
+                dst.write(line)
+        graph = rdflib.Graph()
+        graph.parse(str(head), format="nt")
+
+    seconds_ours = _time(ours)
+    seconds_raw = _time(raw)
+    rdflib_lines = min(triples, RDFLIB_LIMIT)
+    seconds_rdflib = _time(rdflib_parse)
+    store_bytes = sum(p.stat().st_size for p in (work / "ours" / "kg").rglob("*") if p.is_file())
+    rate_ours = triples / seconds_ours
+    return {
+        "triples": triples,
+        "ours_seconds": round(seconds_ours, 2),
+        "bulk_load_seconds": round(seconds_raw, 2),
+        "ours_vs_bulk_load": round(seconds_raw / seconds_ours, 3),
+        "rdflib_seconds_for_prefix": round(seconds_rdflib, 2),
+        "rdflib_prefix_triples": rdflib_lines,
+        "ours_vs_rdflib": round(rate_ours / (rdflib_lines / seconds_rdflib), 1),
+        "ours_triples_per_s": round(rate_ours),
+        "store_bytes_per_triple": round(store_bytes / triples, 1),
+    }
+
+
+def _latency(index: Path) -> dict[str, Any]:
+    from engine.entities import EntityTable
+    from engine.kg import OxigraphKG
+
+    kg = OxigraphKG.open(IndexPaths(index))
+    table = EntityTable.open(IndexPaths(index))
+    rng = random.Random(0)
+    sample = rng.sample(table.ids, 2000)
+    rel_times, tail_times = [], []
+    for entity in sample:
+        start = time.perf_counter()
+        relations = kg.relations_of(entity)
+        rel_times.append(time.perf_counter() - start)
+        if relations:
+            rel = relations[0]
+            start = time.perf_counter()
+            kg.tails(entity, rel.id, rel.direction, limit=100)
+            tail_times.append(time.perf_counter() - start)
+
+    def pct(values: list[float], q: float) -> float:
+        return round(statistics.quantiles(values, n=100)[int(q) - 1] * 1000, 3)
+
+    return {
+        "entities_sampled": len(sample),
+        "relations_of_p50_ms": pct(rel_times, 50),
+        "relations_of_p99_ms": pct(rel_times, 99),
+        "tails_p50_ms": pct(tail_times, 50),
+        "tails_p99_ms": pct(tail_times, 99),
+    }
+
+
+def run(results_dir: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="localkg-bench-") as tmp:
+        work = Path(tmp)
+        metaqa_nt = work / "metaqa.nt"
+        n = _metaqa_as_ntriples(metaqa_nt)
+        (work / "m").mkdir()
+        results["metaqa"] = _compare(metaqa_nt, work / "m", n + 43_234)
+        results["metaqa"]["fact_triples"] = n
+        results["access"] = _latency(work / "m" / "ours")
+        generated = work / "generated.nt"
+        _generated(generated, GENERATED_TRIPLES)
+        (work / "g").mkdir()
+        results["generated"] = _compare(generated, work / "g", GENERATED_TRIPLES)
+        shutil.rmtree(work / "g", ignore_errors=True)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / "kg.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    lines = [
+        "| input | triples | ours (s) | bulk_load (s) | ours / bulk_load speed | ours vs rdflib (rate) | bytes/triple |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in ("metaqa", "generated"):
+        r = results[name]
+        lines.append(
+            f"| {name} | {r['triples']:,} | {r['ours_seconds']} | {r['bulk_load_seconds']} | {r['ours_vs_bulk_load']}x | {r['ours_vs_rdflib']}x | {r['store_bytes_per_triple']} |"
+        )
+    a = results["access"]
+    lines += [
+        "",
+        f"MetaQA access ({a['entities_sampled']} random entities): relations_of p50 {a['relations_of_p50_ms']} ms, "
+        f"p99 {a['relations_of_p99_ms']} ms; tails p50 {a['tails_p50_ms']} ms, p99 {a['tails_p99_ms']} ms.",
+    ]
+    results["markdown"] = "\n".join(lines)
+    return results
+
+
+if __name__ == "__main__":
+    print(run(REPO / "bench" / "results")["markdown"])

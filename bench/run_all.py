@@ -1,0 +1,40 @@
+"""`make bench`: run every benchmark module, write bench/results/<name>.json and SUMMARY.md.
+
+Usage: python -m bench.run_all [kg] [docs] [llm]   (no argument: all of them)
+"""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BENCHES = {"kg": "bench.bench_kg", "docs": "bench.bench_docs", "llm": "bench.bench_llm"}
+
+
+def main(argv: list[str]) -> int:
+    chosen = argv or list(BENCHES)
+    sections = []
+    for name in chosen:
+        module = importlib.import_module(BENCHES[name])
+        started = time.monotonic()
+        print(f"== bench {name} ...", file=sys.stderr)
+        result = module.run(RESULTS)
+        sections.append(f"## {name}\n\n{result['markdown']}\n\n_({time.monotonic() - started:.0f} s)_\n")
+    header = (
+        "# Benchmark results\n\n"
+        f"Produced by `python -m bench.run_all {' '.join(argv)}`".rstrip() + " on "
+        f"{platform.machine()} with {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}. Raw numbers: bench/results/*.json.\n\n"
+    )
+    summary = RESULTS / ("SUMMARY.md" if not argv else f"SUMMARY-{'-'.join(argv)}.md")
+    summary.write_text(header + "\n".join(sections), encoding="utf-8")
+    print(summary.read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,282 @@
+"""`DocumentStore`: chunks of an entity's documents, dense search (FAISS), sparse search (BM25).
+
+Reads an index folder only: chunks.parquet through DuckDB, vectors/ through FAISS (memory-
+mapped where FAISS allows), bm25/ through bm25s. Safe to open from many processes at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.embedder import Embedder, SentenceTransformerEmbedder
+from index.paths import IndexPaths
+from ingest.errors import IndexError_, ModelError
+
+# Inside a collection of at most this many chunks, dense search is exact over the stored vectors.
+EXACT_RANGE_MAX = 50_000
+_CHUNK_COLUMNS = 'row, chunk_id, doc_id, entity, collection, title, text, start, "end"'
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One chunk: where it comes from (document, entity, collection) and its text."""
+
+    chunk_id: str
+    doc_id: str
+    entity: str | None
+    collection: str
+    title: str
+    text: str
+    start: int
+    end: int
+    row: int
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A chunk found by a search, with its score (cosine for dense, BM25 for sparse)."""
+
+    chunk: ChunkRecord
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.chunk
+        return {
+            "chunk_id": c.chunk_id, "doc_id": c.doc_id, "entity": c.entity, "title": c.title,
+            "text": c.text, "score": round(float(self.score), 6), "collection": c.collection,
+        }
+
+
+class DocumentStore:
+    """Chunks of an index: lookups by entity and id, dense and sparse search by collection."""
+
+    def __init__(self, root: Path | IndexPaths, embedder: Embedder | None = None) -> None:
+        self.paths = root if isinstance(root, IndexPaths) else IndexPaths(Path(root))
+        if not self.paths.root.is_dir():
+            raise IndexError_(f"{self.paths.root}: no such index")
+        if not self.paths.chunks.exists():
+            raise IndexError_(f"{self.paths.root}: index has no documents (build it with --docs)")
+        self._embedder = embedder
+        self._lock = threading.RLock()
+        self._con: Any = None
+        if embedder is not None and (self.paths.vectors / "meta.json").exists():
+            self._check_embedder(embedder)
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def chunks_of(self, entity: str, limit: int | None = None) -> list[ChunkRecord]:
+        """Chunks of the documents linked to `entity`, in document order."""
+        sql = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE entity = ? ORDER BY row"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self._records(sql, [entity])
+
+    def get(self, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
+        """Chunks by id, in the order asked (unknown ids are left out)."""
+        if not chunk_ids:
+            return []
+        found = {r.chunk_id: r for r in self._records(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id IN (SELECT unnest(?))", [list(chunk_ids)]
+        )}
+        return [found[c] for c in chunk_ids if c in found]
+
+    def rows(self, rows: Sequence[int]) -> list[ChunkRecord]:
+        """Chunks by row number, in the order asked."""
+        if len(rows) == 0:
+            return []
+        wanted = [int(r) for r in rows]
+        found = {r.row: r for r in self._records(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE row IN (SELECT unnest(?))", [wanted]
+        )}
+        return [found[r] for r in wanted if r in found]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of documents, chunks, linked documents and documents per collection."""
+        docs = self._query(
+            "SELECT count(*), count(entity), count(DISTINCT entity) FROM read_parquet(?)", [str(self.paths.documents)]
+        )[0]
+        per_collection = self._query(
+            "SELECT collection, count(*) FROM read_parquet(?) GROUP BY collection ORDER BY collection",
+            [str(self.paths.documents)],
+        )
+        chunk_counts = dict(self._query("SELECT collection, count(*) FROM chunks GROUP BY collection"))
+        result: dict[str, Any] = {
+            "documents": int(docs[0]),
+            "chunks": int(sum(chunk_counts.values())),
+            "linked_documents": int(docs[1]),
+            "linked_entities": int(docs[2]),
+            "collections": {name: int(n) for name, n in per_collection},
+            "chunks_per_collection": {name: int(n) for name, n in sorted(chunk_counts.items())},
+        }
+        meta = self.vector_meta
+        if meta is not None:
+            result["embedding"] = {k: meta.get(k) for k in ("model", "dim", "model_fingerprint")}
+            result["chunk_index"] = meta.get("chunks")
+            result["entity_index"] = meta.get("entities")
+        return result
+
+    # -- search --------------------------------------------------------------------------
+
+    def dense_search(self, text: str, k: int = 10, collection: str | None = None) -> list[SearchHit]:
+        """The `k` chunks closest to `text` by embedding (cosine), optionally in one collection."""
+        row_range = self._range(collection)
+        if row_range is None or k <= 0:
+            return []
+        query = self.embedder.encode([text])
+        rows, scores = self._dense_rows(query, k, row_range)
+        return self._hits(rows, scores)
+
+    def sparse_search(self, text: str, k: int = 10, collection: str | None = None) -> list[SearchHit]:
+        """The `k` best chunks for `text` by BM25, optionally in one collection."""
+        row_range = self._range(collection)
+        if row_range is None or k <= 0:
+            return []
+        rows, scores = self._bm25.search(text, k, None if collection is None else row_range)
+        return self._hits(rows, scores)
+
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        """Stored chunk vectors (float32, normalised) of the given rows, e.g. for re-ranking."""
+        stored = self._chunk_vectors
+        return np.asarray(stored[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The index's embedding model (loaded from the path recorded at build time)."""
+        if self._embedder is None:
+            meta = self._require_vectors()
+            try:
+                embedder = SentenceTransformerEmbedder(meta.get("model_path"))
+            except ModelError:
+                embedder = SentenceTransformerEmbedder(None)
+            self._check_embedder(embedder)
+            self._embedder = embedder
+        return self._embedder
+
+    # -- internals -----------------------------------------------------------------------
+
+    @cached_property
+    def vector_meta(self) -> dict[str, Any] | None:
+        from index.vectors import read_meta
+
+        try:
+            return read_meta(self.paths.vectors)
+        except IndexError_:
+            return None
+
+    def _require_vectors(self) -> dict[str, Any]:
+        from index.vectors import read_meta
+
+        return read_meta(self.paths.vectors)
+
+    def _check_embedder(self, embedder: Embedder) -> None:
+        meta = self._require_vectors()
+        if embedder.fingerprint != meta["model_fingerprint"] or embedder.dim != meta["dim"]:
+            raise IndexError_(
+                f"{self.paths.root}: the index was embedded with {meta['model']} "
+                f"(dim {meta['dim']}, fingerprint {meta['model_fingerprint']}), not with {embedder.name} "
+                f"(dim {embedder.dim}, fingerprint {embedder.fingerprint}); use the same --embed-model "
+                "or rebuild the index's vectors with this model"
+            )
+
+    @cached_property
+    def _collection_ranges(self) -> dict[str, tuple[int, int]]:
+        result = self._query("SELECT collection, min(row), max(row) + 1 FROM chunks GROUP BY collection")
+        return {name: (int(start), int(end)) for name, start, end in result}
+
+    @cached_property
+    def _count(self) -> int:
+        return int(self._query("SELECT count(*) FROM chunks")[0][0])
+
+    def _range(self, collection: str | None) -> tuple[int, int] | None:
+        if collection is None:
+            return (0, self._count)
+        return self._collection_ranges.get(collection)
+
+    @cached_property
+    def _faiss(self) -> Any:
+        import faiss
+
+        self._require_vectors()
+        path = self.paths.vectors / "chunks.faiss"
+        try:
+            index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        except RuntimeError:
+            index = faiss.read_index(str(path))
+        meta = self._require_vectors()["chunks"]
+        if "nprobe" in meta:
+            faiss.extract_index_ivf(index).nprobe = meta["nprobe"]
+        if "ef_search" in meta:
+            index.hnsw.efSearch = meta["ef_search"]
+        return index
+
+    @cached_property
+    def _chunk_vectors(self) -> np.ndarray:
+        self._require_vectors()
+        return np.load(self.paths.vectors / "chunks.f16.npy", mmap_mode="r")
+
+    @cached_property
+    def _bm25(self) -> Any:
+        from index.bm25_index import BM25Index
+
+        return BM25Index(self.paths.bm25)
+
+    def _dense_rows(self, query: np.ndarray, k: int, row_range: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        start, end = row_range
+        if (start, end) != (0, self._count) and end - start <= EXACT_RANGE_MAX:
+            block = np.asarray(self._chunk_vectors[start:end], dtype=np.float32)
+            scores = block @ query[0]
+            top = np.argsort(-scores, kind="stable")[:k]
+            return top + start, scores[top]
+        import faiss
+
+        params = None
+        if (start, end) != (0, self._count):
+            selector = faiss.IDSelectorRange(start, end)
+            meta = self._require_vectors()["chunks"]
+            if meta["kind"] == "hnsw":
+                params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(meta["ef_search"], k))
+            elif meta["kind"] == "ivfpq":
+                params = faiss.SearchParametersIVF(sel=selector, nprobe=meta["nprobe"])
+            else:
+                params = faiss.SearchParameters(sel=selector)
+        with self._lock:
+            scores, rows = self._faiss.search(query, k, params=params)
+        keep = rows[0] >= 0
+        return rows[0][keep], scores[0][keep]
+
+    def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[SearchHit]:
+        records = {r.row: r for r in self.rows(list(rows))}
+        return [SearchHit(records[int(r)], float(s)) for r, s in zip(rows, scores, strict=True) if int(r) in records]
+
+    def _connection(self) -> Any:
+        if self._con is None:
+            import duckdb
+
+            con = duckdb.connect()
+            path = str(self.paths.chunks).replace("'", "''")
+            con.execute(f"CREATE VIEW chunks AS SELECT * FROM read_parquet('{path}')")
+            self._con = con
+        return self._con
+
+    def _query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._connection().execute(sql, params or []).fetchall())
+
+    def _records(self, sql: str, params: list[Any]) -> list[ChunkRecord]:
+        return [ChunkRecord(chunk_id=c, doc_id=d, entity=e, collection=col, title=t, text=x, start=s, end=n, row=r)
+                for r, c, d, e, col, t, x, s, n in self._query(sql, params)]
+
+
+def hit_dicts(hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
+    """Search hits as JSON-ready dicts."""
+    return [h.to_dict() for h in hits]
+
+
+__all__ = ["ChunkRecord", "DocumentStore", "SearchHit", "hit_dicts"]

@@ -1,0 +1,288 @@
+"""Entity linking: from a question to KG entities, with a score and a reason for each.
+
+Order of evidence:
+1. topic entities given with the question (the papers' files carry Freebase MIDs / Wikidata
+   QIDs): taken as they are;
+2. mentions marked in `[brackets]` (MetaQA);
+3. otherwise, mentions found by n-gram matching against the label/alias dictionary (longest,
+   best-shaped match wins; an LLM extraction step can supply mentions instead).
+Each mention is resolved by exact label, alias, then normalised match; a mention that matches
+nothing is resolved by label-embedding similarity above a threshold (when the index has
+entity-label vectors).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.embedder import Embedder
+from engine.entities import EntityTable
+from index.paths import IndexPaths
+from ingest.errors import IndexError_
+
+# How much a kind of name match is worth.
+MATCH_WEIGHT = {"id": 1.0, "exact": 1.0, "alias": 0.95, "normalised": 0.85}
+DEFAULT_THRESHOLD = 0.8
+MAX_NGRAM = 10
+# Function words and question vocabulary: never a mention on their own.
+_STOPWORD_TEXT = """a an the of in on at to for from by with about as into onto over under after before between
+    during without within and or but nor not no yes is are was were be been being am do does did done
+    has have had having can could will would shall should may might must it its it's this that these
+    those there here what which who whom whose when where why how whats who's i me my we our you your
+    he him his she her they them their one ones some any all each every other another such same than
+    then so too very just also only also both either neither if else s t did also much many more most
+    less least few film films movie movies show shows book books year years release released releases
+    star stars starred starring act acted acts actor actors actress direct directed director directors
+    write wrote written writer writers genre genres language languages type types tag tags describe
+    described person people name names known famous kind sort main whose also appear appeared appears
+    work works working worked play played plays"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_TOKEN = re.compile(r"\w+(?:[-'’.&]\w+)*\.?|[^\w\s]", re.UNICODE)
+_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+
+
+@dataclass(frozen=True)
+class LinkCandidate:
+    """A KG entity proposed for a mention of the question, and why."""
+
+    mention: str
+    entity: str
+    label: str
+    score: float
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+    tokens: int
+    text: str
+
+
+class LabelIndex:
+    """Nearest entity names by embedding (vectors/entities.faiss + entities.ids.parquet)."""
+
+    def __init__(self, vectors_dir: Path) -> None:
+        import faiss
+        import pyarrow.parquet as pq
+
+        ids_path = vectors_dir / "entities.ids.parquet"
+        if not ids_path.exists():
+            raise IndexError_(f"{vectors_dir.parent}: index has no entity-label vectors")
+        table = pq.read_table(ids_path, columns=["entity", "name"]).to_pydict()
+        self.entities: list[str] = table["entity"]
+        self.names: list[str] = table["name"]
+        self.index = faiss.read_index(str(vectors_dir / "entities.faiss"))
+
+    def search(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, str, float]]]:
+        """For each query vector, up to `k` (entity, name, cosine) best first."""
+        scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        return [
+            [(self.entities[r], self.names[r], float(s)) for r, s in zip(row, score, strict=True) if r >= 0]
+            for row, score in zip(rows, scores, strict=True)
+        ]
+
+
+class EntityLinker:
+    """Links questions to entities of one index."""
+
+    def __init__(
+        self,
+        table: EntityTable,
+        label_index: LabelIndex | None = None,
+        embedder: Embedder | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
+        max_ngram: int = MAX_NGRAM,
+        paths: IndexPaths | None = None,
+    ) -> None:
+        self.table = table
+        self._paths = paths
+        self.label_index = label_index
+        self._embedder = embedder
+        self.threshold = threshold
+        self.max_ngram = max_ngram
+
+    @classmethod
+    def open(cls, root: Path | IndexPaths, embedder: Embedder | None = None, threshold: float = DEFAULT_THRESHOLD) -> EntityLinker:
+        """A linker over an index; label-embedding search is used when the index has it."""
+        paths = root if isinstance(root, IndexPaths) else IndexPaths(Path(root))
+        table = EntityTable.open(paths)
+        label_index = LabelIndex(paths.vectors) if (paths.vectors / "entities.ids.parquet").exists() else None
+        return cls(table, label_index, embedder, threshold, paths=paths)
+
+    # -- public ------------------------------------------------------------------------------
+
+    def link(
+        self,
+        question: str,
+        topic_entities: Iterable[str] | Mapping[str, str] | None = None,
+        mentions: Sequence[str] | None = None,
+    ) -> list[LinkCandidate]:
+        """Candidates for the question's topic entities, best first.
+
+        `topic_entities`: pre-linked ids (or {id: name}) from the dataset, used as they are.
+        `mentions`: mention strings from another extractor (e.g. an LLM) instead of n-grams.
+        """
+        if topic_entities:
+            return self._given(topic_entities)
+        bracketed = [m.strip() for m in _BRACKETED.findall(question) if m.strip()]
+        if bracketed or mentions:
+            prefix = "bracket" if bracketed else "mention"
+            found: list[LinkCandidate] = []
+            for mention in bracketed or list(mentions or []):
+                found.extend(self.resolve(mention, prefix))
+            return _best_first(found)
+        return _best_first(self._from_ngrams(question))
+
+    def resolve(self, mention: str, prefix: str = "mention", limit: int = 3) -> list[LinkCandidate]:
+        """Entities for one mention: exact, alias, normalised, then label-embedding similarity."""
+        found = self.table.find(mention)
+        if found:
+            weight = MATCH_WEIGHT[found[0][1]]
+            return [
+                LinkCandidate(mention, entity, self.table.label(entity), round(weight - 0.01 * i, 4), f"{prefix}: {how} match")
+                for i, (entity, how) in enumerate(found[:limit])
+            ]
+        return self._by_embedding([mention], prefix, limit)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _given(self, topic_entities: Iterable[str] | Mapping[str, str]) -> list[LinkCandidate]:
+        pairs = list(topic_entities.items()) if isinstance(topic_entities, Mapping) else [(e, "") for e in topic_entities]
+        result = []
+        for given, name in pairs:
+            hits = self.table.find(given)
+            if hits and hits[0][1] == "id":
+                entity = hits[0][0]
+                result.append(LinkCandidate(name or given, entity, self.table.label(entity), 1.0, "given topic entity"))
+                continue
+            by_name = self.table.find(name) if name else []
+            if by_name:
+                entity, how = by_name[0]
+                result.append(LinkCandidate(name, entity, self.table.label(entity), MATCH_WEIGHT[how],
+                                            f"given topic entity {given} not in KG; its name: {how} match"))
+            else:
+                from ingest.terms import expand_entity_id
+
+                result.append(LinkCandidate(name or given, expand_entity_id(given), name or given, 0.5,
+                                            "given topic entity, not in the KG"))
+        return result
+
+    def _from_ngrams(self, question: str) -> list[LinkCandidate]:
+        spans = _spans(question, self.max_ngram)
+        scored: list[tuple[float, int, _Span, list[tuple[str, str]]]] = []
+        for span in spans:
+            if _is_stop_span(span.text):
+                continue
+            found = self.table.find(span.text)
+            if not found or found[0][1] == "id":
+                continue
+            score = MATCH_WEIGHT[found[0][1]] * _shape_weight(span.text)
+            scored.append((score, span.tokens, span, found))
+        # Greedy: best score, then longer span; a chosen span blocks every overlapping one.
+        scored.sort(key=lambda item: (-item[0], -item[1], item[2].start))
+        taken: list[tuple[int, int]] = []
+        result: list[LinkCandidate] = []
+        for score, _, span, found in scored:
+            if any(span.start < end and start < span.end for start, end in taken):
+                continue
+            taken.append((span.start, span.end))
+            for i, (entity, how) in enumerate(found[:3]):
+                result.append(LinkCandidate(span.text, entity, self.table.label(entity), round(score - 0.01 * i, 4),
+                                            f"n-gram: {how} match"))
+        uncovered = [s.text for s in _capitalised_runs(question) if not any(s.start < e and b < s.end for b, e in taken)]
+        if uncovered:
+            result.extend(self._by_embedding(uncovered, "n-gram", 1))
+        return result
+
+    def _by_embedding(self, mentions: list[str], prefix: str, limit: int) -> list[LinkCandidate]:
+        if self.label_index is None or not mentions:
+            return []
+        vectors = self.embedder.encode(mentions)
+        result = []
+        for mention, hits in zip(mentions, self.label_index.search(vectors, max(limit * 3, 5)), strict=True):
+            seen = set()
+            for entity, name, score in hits:
+                if score < self.threshold or entity in seen:
+                    continue
+                seen.add(entity)
+                result.append(LinkCandidate(mention, entity, self.table.label(entity), round(score, 4),
+                                            f"{prefix}: label embedding similarity {score:.3f} to {name!r}"))
+                if len(seen) >= limit:
+                    break
+        return result
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        if self._embedder is not None:
+            return self._embedder
+        if self._paths is None:
+            raise IndexError_("label-embedding linking needs an embedder or an index with vectors")
+        from engine.docs import DocumentStore
+
+        return DocumentStore(self._paths).embedder
+
+
+def _spans(question: str, max_ngram: int) -> list[_Span]:
+    tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
+    spans = []
+    for i in range(len(tokens)):
+        for j in range(i, min(len(tokens), i + max_ngram)):
+            start, end = tokens[i][0], tokens[j][1]
+            text = question[start:end]
+            if not (text[0].isalnum() and (text[-1].isalnum() or text[-1] in ".)!?'")):
+                continue
+            spans.append(_Span(start, end, j - i + 1, text))
+    return spans
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+(?:['’]\w+)?", text.lower())
+
+
+def _is_stop_span(text: str) -> bool:
+    words = _words(text)
+    return not words or all(w in STOPWORDS for w in words) or (len(words) == 1 and len(words[0]) < 2)
+
+
+def _shape_weight(text: str) -> float:
+    """Names are usually capitalised or numeric, though they may hold short lower-case words
+    ("van", "of", "de"); a lone lower-case word rarely is a name."""
+    words = re.findall(r"\w+(?:['’]\w+)*", text)
+    content = [w for w in words if not (w.islower() and (len(w) <= 3 or w in STOPWORDS))]
+    if content and all(w[0].isupper() or w[0].isdigit() for w in content):
+        return 1.0
+    return 0.7 if len(words) > 1 else 0.4
+
+
+def _capitalised_runs(question: str) -> list[_Span]:
+    """Runs of capitalised words (not the question's first word alone): unmatched name-like spans."""
+    spans = []
+    for match in re.finditer(r"(?:[A-Z0-9][\w'’.-]*)(?:\s+(?:of|the|de|van|von|and|&)?\s*[A-Z0-9][\w'’.-]*)*", question):
+        text = match.group(0).strip()
+        if match.start() == 0 and " " not in text:
+            continue
+        if not _is_stop_span(text):
+            spans.append(_Span(match.start(), match.end(), len(text.split()), text))
+    return spans
+
+
+def _best_first(candidates: list[LinkCandidate]) -> list[LinkCandidate]:
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for c in sorted(candidates, key=lambda c: -c.score):
+        if (c.mention, c.entity) not in seen:
+            seen.add((c.mention, c.entity))
+            unique.append(c)
+    return unique

@@ -1,0 +1,65 @@
+"""The per-question record every method returns and every batch run writes (one JSONL line)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Source = Literal["kg", "wiki", "web", "domain"]
+AnswerSource = Literal["kg", "doc", "llm", "none"]
+
+
+@dataclass
+class Question:
+    """A question as read from any dataset file."""
+
+    id: str
+    question: str
+    answers: list[str] = field(default_factory=list)
+    topic_entities: list[str] = field(default_factory=list)  # ids or names; linking resolves them
+    gold_relations: list[str] | None = None  # gold relation path where the dataset has one
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvidencePath:
+    """One piece of evidence: KG triples (labels) or document sentences, with provenance."""
+
+    source: Source
+    triples: list[list[str]] = field(default_factory=list)  # [[head, relation, tail], ...] labels
+    sentences: list[str] = field(default_factory=list)
+    chunk_ids: list[str] = field(default_factory=list)
+    relation_ids: list[str] = field(default_factory=list)  # relation ids along the path
+    score: float | None = None
+
+
+@dataclass
+class AnswerRecord:
+    """What a method produced for one question, with its full trace and cost."""
+
+    id: str
+    question: str
+    answers: list[str]
+    method: str
+    prediction: str = ""
+    predictions: list[str] = field(default_factory=list)
+    answer_source: AnswerSource = "none"
+    topic_entities: list[dict[str, Any]] = field(default_factory=list)  # {id, label, mention, reason}
+    paths: list[EvidencePath] = field(default_factory=list)
+    llm_calls: list[dict[str, Any]] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+    config_hash: str = ""
+    correct: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AnswerRecord:
+        data = dict(data)
+        data["paths"] = [EvidencePath(**p) for p in data.get("paths", [])]
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
