@@ -319,6 +319,111 @@ def kg_sparql_cmd(index: Path, query: str) -> None:
 # --------------------------------------------------------------------------------------------
 # DOCS-COMMANDS
 
+@main.group("docs")
+def docs_group() -> None:
+    """Inspect and search the documents of an index (chunks, dense and BM25 search)."""
+
+
+def _document_store(index: Path) -> Any:
+    from engine.docs import DocumentStore
+    from index.manifest import read_manifest
+    from index.paths import IndexPaths
+
+    paths = IndexPaths(index)
+    run_guarded(read_manifest, paths)
+    return run_guarded(DocumentStore, paths)
+
+
+def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        emit_json(hits)
+        return
+    for rank, hit in enumerate(hits, start=1):
+        where = f"{hit['title'] or '(untitled)'}" + (f"  <{hit['entity']}>" if hit["entity"] else "")
+        click.echo(f"{rank:>3}. {hit['score']:.4f}  [{hit['collection']}] {where}  ({hit['chunk_id']})")
+        click.echo(f"     {hit['text'][:300].replace(chr(10), ' ')}")
+
+
+@docs_group.command("stats")
+@_index_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def docs_stats_cmd(index: Path, as_json: bool) -> None:
+    """Documents, chunks, entity-linked documents and documents per collection."""
+    stats = run_guarded(_document_store(index).stats)
+    if as_json:
+        emit_json(stats)
+        return
+    click.echo(f"documents {stats['documents']:,}  chunks {stats['chunks']:,}  linked documents {stats['linked_documents']:,}")
+    for name, count in stats["collections"].items():
+        click.echo(f"  {name:<8} {count:,} documents, {stats['chunks_per_collection'].get(name, 0):,} chunks")
+    if "embedding" in stats:
+        click.echo(f"embedding {stats['embedding']['model']} (dim {stats['embedding']['dim']}), chunk index {stats['chunk_index']['kind']}")
+
+
+@docs_group.command("search")
+@_index_option
+@click.option("--k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Number of chunks to return.")
+@click.option("--mode", type=click.Choice(["dense", "sparse"]), default="dense", show_default=True,
+              help="dense: embedding similarity (FAISS); sparse: BM25.")
+@click.option("--collection", type=click.Choice(["wiki", "web", "domain"]), default=None,
+              help="Search only this collection (default: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {chunk_id, doc_id, entity, title, text, score}.")
+@click.argument("text")
+def docs_search_cmd(index: Path, k: int, mode: str, collection: str | None, as_json: bool, text: str) -> None:
+    """Search the chunks of an index for TEXT.
+
+    \b
+    Example:
+      python cli.py docs search --index data/indexes/demo --k 3 "who supplies Veridian Sugar Estates"
+    """
+    store = _document_store(index)
+    search = store.dense_search if mode == "dense" else store.sparse_search
+    hits = run_guarded(search, text, k, collection)
+    _print_hits([h.to_dict() for h in hits], as_json)
+
+
+@docs_group.command("chunks")
+@_index_option
+@click.option("--entity", required=True, help="Entity label, alias or id (IRI, m.0abc, Q42).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many chunks.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def docs_chunks_cmd(index: Path, entity: str, limit: int | None, as_json: bool) -> None:
+    """The chunks of the documents linked to an entity."""
+    _, entity_id = _resolve_entity(index, entity)
+    records = run_guarded(_document_store(index).chunks_of, entity_id, limit)
+    _print_hits([{**r.__dict__, "score": 1.0} for r in records], as_json)
+
+
+@main.command("link")
+@_index_option
+@click.option("--topic", multiple=True, help="A pre-linked topic entity id (m.0abc, Q42, IRI); repeatable. Skips mention extraction.")
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=0.8, show_default=True,
+              help="Minimum cosine for label-embedding matches.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {mention, entity, label, score, reason}.")
+@click.argument("question")
+def link_cmd(index: Path, topic: tuple[str, ...], threshold: float, as_json: bool, question: str) -> None:
+    """Link QUESTION to entities of the index's KG.
+
+    Topic entities marked in [brackets] (MetaQA) are resolved directly; otherwise mentions are
+    found by n-gram matching against labels and aliases, then by label-embedding similarity.
+
+    \b
+    Example:
+      python cli.py link --index data/indexes/metaqa --json "what movies did [Temuera Morrison] act in"
+    """
+    from engine.linking import EntityLinker
+    from index.paths import IndexPaths
+
+    linker = run_guarded(EntityLinker.open, IndexPaths(index), None, threshold)
+    candidates = [c.to_dict() for c in run_guarded(linker.link, question, list(topic) or None)]
+    if as_json:
+        emit_json(candidates)
+        return
+    if not candidates:
+        click.echo("no entity found")
+    for c in candidates:
+        click.echo(f"{c['score']:.3f}  {c['mention']!r} -> {c['label']}  <{c['entity']}>  ({c['reason']})")
+
 # --------------------------------------------------------------------------------------------
 # models + chat (LLM layer)
 # --------------------------------------------------------------------------------------------

@@ -24,9 +24,10 @@ def main(argv: list[str]) -> int:
         print(f"== bench {name} ...", file=sys.stderr)
         result = module.run(RESULTS)
         sections.append(f"## {name}\n\n{result['markdown']}\n\n_({time.monotonic() - started:.0f} s)_\n")
+    command = ("python -m bench.run_all " + " ".join(argv)).strip()
     header = (
         "# Benchmark results\n\n"
-        f"Produced by `python -m bench.run_all {' '.join(argv)}`".rstrip() + " on "
+        f"Produced by `{command}` (`make bench` runs all) on "
         f"{platform.machine()} with {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}. Raw numbers: bench/results/*.json.\n\n"
     )

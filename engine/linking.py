@@ -30,6 +30,8 @@ from ingest.errors import IndexError_
 # How much a kind of name match is worth.
 MATCH_WEIGHT = {"id": 1.0, "exact": 1.0, "alias": 0.95, "normalised": 0.85}
 DEFAULT_THRESHOLD = 0.8
+# A dictionary match that is only part of a longer capitalised run counts for less.
+PARTIAL_PENALTY = 0.8
 MAX_NGRAM = 10
 # Function words and question vocabulary: never a mention on their own.
 _STOPWORD_TEXT = """a an the of in on at to for from by with about as into onto over under after before between
@@ -46,6 +48,7 @@ _STOPWORD_TEXT = """a an the of in on at to for from by with about as into onto 
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _TOKEN = re.compile(r"\w+(?:[-'’.&]\w+)*\.?|[^\w\s]", re.UNICODE)
 _BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+_NAME_RUN = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|de|du|da|van|von|der|la|le|and|&)\s+)*[A-Z0-9][\w'’.&-]*)*")
 
 
 @dataclass(frozen=True)
@@ -201,9 +204,15 @@ class EntityLinker:
             for i, (entity, how) in enumerate(found[:3]):
                 result.append(LinkCandidate(span.text, entity, self.table.label(entity), round(score - 0.01 * i, 4),
                                             f"n-gram: {how} match"))
-        uncovered = [s.text for s in _capitalised_runs(question) if not any(s.start < e and b < s.end for b, e in taken)]
-        if uncovered:
-            result.extend(self._by_embedding(uncovered, "n-gram", 1))
+        # A name-like run that no match covers whole (misspelt, abbreviated, or only partly a
+        # label): try label similarity on the whole run, and trust the partial matches less.
+        runs = [r for r in _capitalised_runs(question) if (r.start, r.end) not in taken]
+        partial = [(b, e) for b, e in taken if any(r.start <= b and e <= r.end for r in runs)]
+        result = [
+            _scaled(c, PARTIAL_PENALTY) if _span_of(c, question, taken) in partial else c for c in result
+        ]
+        if runs:
+            result.extend(self._by_embedding([r.text for r in runs], "n-gram", 1))
         return result
 
     def _by_embedding(self, mentions: list[str], prefix: str, limit: int) -> list[LinkCandidate]:
@@ -267,15 +276,33 @@ def _shape_weight(text: str) -> float:
 
 
 def _capitalised_runs(question: str) -> list[_Span]:
-    """Runs of capitalised words (not the question's first word alone): unmatched name-like spans."""
+    """Runs of capitalised words (joined by "of", "the", "de", ...), without leading or trailing
+    function words: the name-like parts of a question."""
     spans = []
-    for match in re.finditer(r"(?:[A-Z0-9][\w'’.-]*)(?:\s+(?:of|the|de|van|von|and|&)?\s*[A-Z0-9][\w'’.-]*)*", question):
-        text = match.group(0).strip()
-        if match.start() == 0 and " " not in text:
+    for match in _NAME_RUN.finditer(question):
+        words = list(re.finditer(r"\S+", match.group(0)))
+        while words and _is_stop_span(words[0].group(0)):
+            words.pop(0)
+        while words and _is_stop_span(words[-1].group(0)):
+            words.pop()
+        if not words:
             continue
-        if not _is_stop_span(text):
-            spans.append(_Span(match.start(), match.end(), len(text.split()), text))
+        start, end = match.start() + words[0].start(), match.start() + words[-1].end()
+        text = question[start:end].rstrip(".,;:!?")
+        spans.append(_Span(start, start + len(text), len(words), text))
     return spans
+
+
+def _scaled(candidate: LinkCandidate, factor: float) -> LinkCandidate:
+    return LinkCandidate(candidate.mention, candidate.entity, candidate.label, round(candidate.score * factor, 4),
+                         candidate.reason + " (part of a longer name)")
+
+
+def _span_of(candidate: LinkCandidate, question: str, taken: list[tuple[int, int]]) -> tuple[int, int] | None:
+    for start, end in taken:
+        if question[start:end] == candidate.mention:
+            return (start, end)
+    return None
 
 
 def _best_first(candidates: list[LinkCandidate]) -> list[LinkCandidate]:
