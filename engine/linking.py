@@ -183,36 +183,64 @@ class EntityLinker:
         return result
 
     def _from_ngrams(self, question: str) -> list[LinkCandidate]:
-        spans = _spans(question, self.max_ngram)
-        scored: list[tuple[float, int, _Span, list[tuple[str, str]]]] = []
-        for span in spans:
-            if _is_stop_span(span.text):
-                continue
-            found = self.table.find(span.text)
-            if not found or found[0][1] == "id":
-                continue
-            score = MATCH_WEIGHT[found[0][1]] * _shape_weight(span.text)
-            scored.append((score, span.tokens, span, found))
-        # Greedy: best score, then longer span; a chosen span blocks every overlapping one.
-        scored.sort(key=lambda item: (-item[0], -item[1], item[2].start))
-        taken: list[tuple[int, int]] = []
+        matches = self._dictionary_matches(question)
+        taken = [(span.start, span.end) for span, _ in matches]
         result: list[LinkCandidate] = []
-        for score, _, span, found in scored:
-            if any(span.start < end and start < span.end for start, end in taken):
-                continue
-            taken.append((span.start, span.end))
-            for i, (entity, how) in enumerate(found[:3]):
-                result.append(LinkCandidate(span.text, entity, self.table.label(entity), round(score - 0.01 * i, 4),
-                                            f"n-gram: {how} match"))
         # A name-like run that no match covers whole (misspelt, abbreviated, or only partly a
         # label): try label similarity on the whole run, and trust the partial matches less.
         runs = [r for r in _capitalised_runs(question) if (r.start, r.end) not in taken]
-        partial = [(b, e) for b, e in taken if any(r.start <= b and e <= r.end for r in runs)]
-        result = [
-            _scaled(c, PARTIAL_PENALTY) if _span_of(c, question, taken) in partial else c for c in result
-        ]
+        for span, found in matches:
+            partial = any(r.start <= span.start and span.end <= r.end for r in runs)
+            score = MATCH_WEIGHT[found[0][1]] * _shape_weight(span.text) * (PARTIAL_PENALTY if partial else 1.0)
+            note = " (part of a longer name)" if partial else ""
+            for i, (entity, how) in enumerate(found[:3]):
+                result.append(LinkCandidate(span.text, entity, self.table.label(entity), round(score - 0.01 * i, 4),
+                                            f"n-gram: {how} match{note}"))
         if runs:
             result.extend(self._by_embedding([r.text for r in runs], "n-gram", 1))
+        if not result and self.label_index is not None:
+            # Nothing name-like at all (e.g. a lower-case, misspelt question): embed the
+            # content-word n-grams and keep the best non-overlapping ones above the threshold.
+            result = self._content_ngrams_by_embedding(question)
+        return result
+
+    def _dictionary_matches(self, question: str) -> list[tuple[_Span, list[tuple[str, str]]]]:
+        """Non-overlapping n-grams that are labels or aliases: capitalised ones first, then the
+        longest, then the best kind of match."""
+        candidates = []
+        for span in _spans(question, self.max_ngram):
+            if _is_stop_span(span.text):
+                continue
+            found = self.table.find(span.text)
+            if found and found[0][1] != "id":
+                candidates.append((span, found))
+        candidates.sort(key=lambda c: (-_shape_weight(c[0].text), -c[0].tokens, -MATCH_WEIGHT[c[1][0][1]], c[0].start))
+        chosen: list[tuple[_Span, list[tuple[str, str]]]] = []
+        for span, found in candidates:
+            if not any(span.start < other.end and other.start < span.end for other, _ in chosen):
+                chosen.append((span, found))
+        return chosen
+
+    def _content_ngrams_by_embedding(self, question: str) -> list[LinkCandidate]:
+        words = [m for m in re.finditer(r"\w+(?:['’.-]\w+)*", question)]
+        spans: list[_Span] = []
+        for i in range(len(words)):
+            for j in range(i, min(len(words), i + 4)):
+                chosen = words[i:j + 1]
+                if _is_stop_span(chosen[0].group(0)) or _is_stop_span(chosen[-1].group(0)):
+                    continue
+                start, end = chosen[0].start(), chosen[-1].end()
+                spans.append(_Span(start, end, len(chosen), question[start:end]))
+        found = self._by_embedding([s.text for s in spans[:64]], "n-gram", 1)
+        by_mention = {c.mention: c for c in found}
+        result: list[LinkCandidate] = []
+        taken: list[_Span] = []
+        for span in sorted(spans[:64], key=lambda s: -(by_mention[s.text].score if s.text in by_mention else 0)):
+            candidate = by_mention.get(span.text)
+            if candidate is None or any(span.start < t.end and t.start < span.end for t in taken):
+                continue
+            taken.append(span)
+            result.append(candidate)
         return result
 
     def _by_embedding(self, mentions: list[str], prefix: str, limit: int) -> list[LinkCandidate]:
@@ -291,18 +319,6 @@ def _capitalised_runs(question: str) -> list[_Span]:
         text = question[start:end].rstrip(".,;:!?")
         spans.append(_Span(start, start + len(text), len(words), text))
     return spans
-
-
-def _scaled(candidate: LinkCandidate, factor: float) -> LinkCandidate:
-    return LinkCandidate(candidate.mention, candidate.entity, candidate.label, round(candidate.score * factor, 4),
-                         candidate.reason + " (part of a longer name)")
-
-
-def _span_of(candidate: LinkCandidate, question: str, taken: list[tuple[int, int]]) -> tuple[int, int] | None:
-    for start, end in taken:
-        if question[start:end] == candidate.mention:
-            return (start, end)
-    return None
 
 
 def _best_first(candidates: list[LinkCandidate]) -> list[LinkCandidate]:

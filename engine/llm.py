@@ -391,6 +391,18 @@ class _Prompt:
     prefix: list[int] = field(default_factory=list)
 
 
+def default_threads() -> int:
+    """`$LOCALKG_LLM_THREADS`, else the CPUs this process may use.
+
+    llama.cpp's threads wait for each other at every step, so on a machine shared with other
+    busy processes fewer threads than CPUs can be much faster.
+    """
+    override = os.environ.get("LOCALKG_LLM_THREADS", "")
+    if override.isdigit() and int(override) > 0:
+        return int(override)
+    return len(os.sched_getaffinity(0)) or os.cpu_count() or 1
+
+
 class LlamaCppLLM(BaseLLM):
     """llama-cpp-python on a local GGUF file, with the model's own chat template.
 
@@ -412,7 +424,7 @@ class LlamaCppLLM(BaseLLM):
         self.model_path = Path(model_path)
         self.name = name or self.model_path.name
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or len(os.sched_getaffinity(0)) or os.cpu_count() or 1
+        self.n_threads = n_threads or default_threads()
         self.seed = seed
         self.fingerprint = f"llama.cpp-{llama_cpp.__version__}:{sha256}"
         self._lock = threading.RLock()

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import os
 import shutil
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -119,7 +121,10 @@ def build_index(
             report.rejects = _merge_rejects(paths)
             manifest = _manifest(old, stages, kg_entries, doc_entries, kg_options, doc_options, report.rejects)
             write_manifest(paths, manifest)
-        except BaseException:
+        except BaseException as exc:
+            # The traceback's frames still hold the half-built store open; release it first.
+            traceback.clear_frames(exc.__traceback__)
+            gc.collect()
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         _swap(tmp, out)

@@ -69,7 +69,7 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     rng = random.Random(options.seed)
     dropped: list[tuple[ox.Quad, bool]] = []
     filtered: Counter[str] = Counter()
-    degree: Counter[str] = Counter()
+    degree: Counter[Any] = Counter()
     per_source: list[dict[str, Any]] = []
     with _StoreWriter(store) as writer:
         for source in sources:
@@ -169,9 +169,10 @@ class _StoreWriter:
             self.store.remove(quad)
 
 
-def _count_degrees(facts: list[ox.Quad], degree: Counter[str]) -> None:
-    degree.update([_term_id(q.subject) for q in facts])
-    degree.update([_term_id(q.object) for q in facts if not isinstance(q.object, ox.Literal)])
+def _count_degrees(facts: list[ox.Quad], degree: Counter[Any]) -> None:
+    # Keyed by the term objects (hashed in Rust); turned into id strings once per entity at the end.
+    degree.update([q.subject for q in facts])
+    degree.update([o for q in facts if not isinstance(o := q.object, ox.Literal)])
 
 
 def _input_size(path: Path) -> int | None:
@@ -239,7 +240,8 @@ def _write_relations(store: ox.Store, path: Path) -> dict[str, int]:
     return counts
 
 
-def _write_entities(store: ox.Store, path: Path, degree: Counter[str]) -> int:
+def _write_entities(store: ox.Store, path: Path, terms: Counter[Any]) -> int:
+    degree = {_term_id(term): n for term, n in terms.items()}
     meta = _meta_rows(store)
     ids = sorted(set(degree) | set(meta))
     empty = {"label": None, "aliases": [], "description": None, "wikipedia_title": None}

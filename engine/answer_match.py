@@ -1,0 +1,206 @@
+"""Answer checking: normalisation, alias groups, and the per-question metrics.
+
+Metrics (all per question; `evaluate.py` averages them):
+
+- `hits_at_1`: the best prediction, normalised, equals a gold answer or one of its aliases
+  (numbers compare by value: "1995" == "1995.0").
+- `exact_match`: the normalised *set* of predictions equals the gold set: every gold answer is
+  found and no prediction is wrong. With one gold answer and one prediction this is plain
+  normalised equality; on multi-answer questions (MetaQA) it is the strict set metric.
+- `f1`: F1 over answer sets. Precision = share of (distinct, normalised) predictions that match
+  some gold answer; recall = share of gold answers (alias groups) matched by some prediction.
+- `paper_em`: the papers' lenient match, as in ToG's `eval/utils.py::exact_match` (which
+  ToG-2 and HydraRAG reuse for their "EM"/"Hits@1" columns): lower-case, remove spaces, and
+  count a hit when the prediction equals a gold answer or either is a substring of the other.
+  One deviation: an empty prediction never matches (in ToG's code "" is a substring of any
+  answer). Aliases count, as ToG adds CWQ's alias lists to the gold list.
+
+Normalisation (`normalise_answer`): Unicode NFKD with combining marks dropped, case-folded,
+underscores to spaces (PathQuestion names), punctuation removed, the articles a/an/the
+removed, whitespace collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+_ARTICLES = frozenset({"a", "an", "the"})
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W_]+")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+")
+
+AnswerGroups = list[list[str]]  # one inner list per gold answer: the answer and its aliases
+
+
+def normalise_answer(text: str) -> str:
+    """A comparison form of an answer string (see the module docstring)."""
+    text = unicodedata.normalize("NFKD", str(text))
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = text.casefold().replace("_", " ")
+    # Words and numbers survive; punctuation goes, except inside numbers (1.5, 1,000).
+    tokens = _TOKEN.findall(text)
+    return " ".join(t for t in tokens if t not in _ARTICLES)
+
+
+def _number(text: str) -> float | None:
+    """The value of an answer that is just a number (commas as thousands separators)."""
+    candidate = text.strip()
+    if not _NUMBER.fullmatch(candidate):
+        return None
+    try:
+        return float(candidate.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _key(text: str) -> str:
+    """Normalised form, with numbers in one canonical spelling."""
+    value = _number(text)
+    if value is not None:
+        return f"#{value:g}"
+    return normalise_answer(text)
+
+
+def answer_groups(answers: Sequence[str], groups: Sequence[Sequence[str]] | None = None) -> AnswerGroups:
+    """Gold answers as alias groups: `groups` when the dataset has them, else one per answer."""
+    source: Iterable[Sequence[str]] = groups if groups else [[a] for a in answers]
+    result: AnswerGroups = []
+    for group in source:
+        names = [str(n) for n in group if str(n).strip()]
+        if names:
+            result.append(names)
+    return result
+
+
+def _group_keys(groups: AnswerGroups) -> list[set[str]]:
+    keys = []
+    for group in groups:
+        found = {_key(name) for name in group}
+        found.discard("")
+        if found:
+            keys.append(found)
+    return keys
+
+
+def prediction_list(prediction: str, predictions: Sequence[str] | None) -> list[str]:
+    """The ranked predictions of a record, best first (falls back to the single prediction)."""
+    ranked = [str(p) for p in (predictions or []) if str(p).strip()]
+    if not ranked and str(prediction or "").strip():
+        ranked = [str(prediction)]
+    return ranked
+
+
+def matches(prediction: str, groups: AnswerGroups) -> bool:
+    """Whether one prediction equals some gold answer or alias after normalisation."""
+    key = _key(prediction)
+    return bool(key) and any(key in g for g in _group_keys(groups))
+
+
+def hits_at_1(predictions: Sequence[str], groups: AnswerGroups) -> bool:
+    """The best prediction matches a gold answer (or alias)."""
+    return bool(predictions) and matches(predictions[0], groups)
+
+
+def set_scores(predictions: Sequence[str], groups: AnswerGroups) -> tuple[float, float, float]:
+    """(precision, recall, F1) of the distinct normalised predictions against the gold groups."""
+    gold = _group_keys(groups)
+    keys = list(dict.fromkeys(k for k in (_key(p) for p in predictions) if k))
+    if not gold or not keys:
+        return 0.0, 0.0, 0.0
+    right_predictions = sum(1 for k in keys if any(k in g for g in gold))
+    found_answers = sum(1 for g in gold if any(k in g for k in keys))
+    precision = right_predictions / len(keys)
+    recall = found_answers / len(gold)
+    f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+    return precision, recall, f1
+
+
+def exact_match(predictions: Sequence[str], groups: AnswerGroups) -> bool:
+    """The prediction set equals the gold set (every answer found, nothing wrong)."""
+    precision, recall, _ = set_scores(predictions, groups)
+    return precision == 1.0 and recall == 1.0
+
+
+def paper_em(prediction: str, answers: Iterable[str]) -> bool:
+    """ToG's `exact_match`: space-free lower-case equality or substring in either direction."""
+    clean = str(prediction or "").strip().replace(" ", "").lower()
+    if not clean:
+        return False
+    for answer in answers:
+        gold = str(answer).strip().replace(" ", "").lower()
+        if gold and (clean == gold or clean in gold or gold in clean):
+            return True
+    return False
+
+
+@dataclass
+class Correctness:
+    """How one record scores: what the batch stores in `AnswerRecord.correct`."""
+
+    hits1: bool
+    em: bool
+    f1: float
+    precision: float
+    recall: float
+    paper_em: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def score(prediction: str, predictions: Sequence[str] | None, answers: Sequence[str],
+          groups: Sequence[Sequence[str]] | None = None) -> Correctness:
+    """All per-question metrics of one prediction against the gold answers."""
+    gold = answer_groups(answers, groups)
+    ranked = prediction_list(prediction, predictions)
+    precision, recall, f1 = set_scores(ranked, gold)
+    best = ranked[0] if ranked else ""
+    all_names = [name for group in gold for name in group]
+    return Correctness(
+        hits1=hits_at_1(ranked, gold),
+        em=precision == 1.0 and recall == 1.0,
+        f1=round(f1, 6),
+        precision=round(precision, 6),
+        recall=round(recall, 6),
+        paper_em=paper_em(best, all_names),
+    )
+
+
+# ---- relation paths ------------------------------------------------------------------------
+
+
+def normalise_relation(relation: str) -> str:
+    """A comparison form of a relation id or label.
+
+    The local name of an IRI (`.../relation/directed_by` -> `directed_by`,
+    `.../prop/direct/P27` -> `p27`, Freebase keeps `film.film.directed_by`), case-folded, with
+    MetaQA's `_reverse` suffix dropped (direction does not count) and spaces/hyphens as `_`.
+    """
+    from ingest.terms import local_name
+
+    text = str(relation).strip()
+    if text.startswith("<") and text.endswith(">"):
+        text = text[1:-1]
+    if "://" in text or text.startswith("urn:"):
+        text = local_name(text)
+    elif re.fullmatch(r"[a-z]+:[A-Za-z0-9_.]+", text):  # prefixed name: wdt:P27, ns:film.film.x
+        text = text.split(":", 1)[1]
+    text = text.casefold()
+    text = re.sub(r"[\s\-]+", "_", text)
+    if text.endswith("_reverse"):
+        text = text[: -len("_reverse")]
+    return text
+
+
+def path_overlap(explored: Iterable[str], gold: Iterable[str]) -> float | None:
+    """|Rel(explored) ∩ Rel(gold)| / |Rel(gold)| over unduplicated relations (ToG App. / HydraRAG
+    App. B.3); None when there is no gold path."""
+    gold_set = {normalise_relation(r) for r in gold if str(r).strip()}
+    gold_set.discard("")
+    if not gold_set:
+        return None
+    explored_set = {normalise_relation(r) for r in explored if str(r).strip()}
+    return len(gold_set & explored_set) / len(gold_set)

@@ -1,0 +1,109 @@
+"""Helpers every method shares: a fresh record, stage timing, one structured call, answers."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from engine.entities import normalise
+from engine.llm import LLM, ChatResult
+from engine.record import AnswerRecord, Question
+
+_BRACKETS = re.compile(r"[\[\]]")
+
+
+def new_record(question: Question, method: str) -> AnswerRecord:
+    return AnswerRecord(id=question.id, question=question.question, answers=list(question.answers),
+                        method=method)
+
+
+def question_text(question: Question) -> str:
+    """The question as the model sees it: MetaQA's [topic] brackets removed."""
+    return " ".join(_BRACKETS.sub("", question.question).split())
+
+
+@contextmanager
+def timed(record: AnswerRecord, stage: str) -> Iterator[None]:
+    """Add the block's wall time to `record.stage_seconds[stage]`."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        spent = time.perf_counter() - start
+        record.stage_seconds[stage] = round(record.stage_seconds.get(stage, 0.0) + spent, 6)
+
+
+def ask(llm: LLM, record: AnswerRecord, *, system: str, user: str, schema: dict[str, Any],
+        stage: str, temperature: float, max_tokens: int, seed: int = 0) -> Any | None:
+    """One structured call (fixed system message, per-question user message).
+
+    Returns the parsed reply, or None when the reply stayed invalid; such failures are listed
+    in `record.extra["call_errors"]` (the method goes on with what it has).
+    """
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    with timed(record, stage):
+        result: ChatResult = llm.chat(messages, schema=schema, temperature=temperature,
+                                      max_tokens=max_tokens, seed=seed, stage=stage)
+    if result.error is not None or result.parsed is None:
+        record.extra.setdefault("call_errors", []).append(
+            {"stage": stage, "error": result.error or "no parsed reply"})
+        return None
+    return result.parsed
+
+
+def answer_of(parsed: Any) -> str:
+    """The "answer" field of a parsed reply, stripped ("" when missing)."""
+    if isinstance(parsed, dict):
+        value = parsed.get("answer")
+        if isinstance(value, str):
+            return " ".join(value.split()).strip(" .")
+    return ""
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
+
+
+def rank_answers(answer: str, candidates: Sequence[str]) -> tuple[str, list[str]]:
+    """(prediction, predictions) from the model's answer text and ranked KG candidates.
+
+    Candidates named in the answer come first (in the order the answer names them), then the
+    answer text itself when it names none, then the other candidates in their given order.
+    The prediction is the first of these: a KG label whenever the answer names one.
+    """
+    norm_answer = normalise(answer) if answer else ""
+    named: list[tuple[int, int, str]] = []
+    for label in dict.fromkeys(candidates):
+        key = normalise(label)
+        if not key or not norm_answer:
+            continue
+        if key == norm_answer:
+            named.append((-1, 0, label))
+        elif _contains(norm_answer, key):
+            named.append((norm_answer.find(key), -len(key), label))
+    named.sort(key=lambda item: item[:2])
+    first = [label for _, _, label in named]
+    ranked = list(first)
+    if answer and not first:
+        ranked.append(answer)
+    ranked.extend(c for c in dict.fromkeys(candidates) if c not in first)
+    return (ranked[0] if ranked else ""), ranked
+
+
+def majority(answers: Sequence[str]) -> list[tuple[str, int]]:
+    """Distinct answers (first spelling seen) with their vote counts, most votes first;
+    ties keep the order of first appearance."""
+    counts: dict[str, int] = {}
+    spelling: dict[str, str] = {}
+    for answer in answers:
+        key = normalise(answer)
+        if not key:
+            continue
+        spelling.setdefault(key, answer)
+        counts[key] = counts.get(key, 0) + 1
+    order = list(counts)
+    ranked = sorted(order, key=lambda k: (-counts[k], order.index(k)))
+    return [(spelling[k], counts[k]) for k in ranked]
