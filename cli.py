@@ -349,7 +349,12 @@ def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def docs_stats_cmd(index: Path, as_json: bool) -> None:
     """Documents, chunks, entity-linked documents and documents per collection."""
-    stats = run_guarded(_document_store(index).stats)
+    from engine.docs import document_stats
+    from index.manifest import read_manifest
+    from index.paths import IndexPaths
+
+    run_guarded(read_manifest, IndexPaths(index))
+    stats = run_guarded(document_stats, IndexPaths(index))
     if as_json:
         emit_json(stats)
         return

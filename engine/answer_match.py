@@ -16,8 +16,8 @@ Metrics (all per question; `evaluate.py` averages them):
   answer). Aliases count, as ToG adds CWQ's alias lists to the gold list.
 
 Normalisation (`normalise_answer`): Unicode NFKD with combining marks dropped, case-folded,
-underscores to spaces (PathQuestion names), punctuation removed, the articles a/an/the
-removed, whitespace collapsed.
+underscores to spaces (PathQuestion names), punctuation removed (kept inside numbers), the
+articles a/an/the removed, whitespace collapsed.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def normalise_answer(text: str) -> str:
     text = text.casefold().replace("_", " ")
     # Words and numbers survive; punctuation goes, except inside numbers (1.5, 1,000).
     tokens = _TOKEN.findall(text)
-    return " ".join(t for t in tokens if t not in _ARTICLES)
+    kept = [t for t in tokens if t not in _ARTICLES] or tokens  # "The The" stays a name
+    return " ".join(kept)
 
 
 def _number(text: str) -> float | None:

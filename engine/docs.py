@@ -274,9 +274,18 @@ class DocumentStore:
                 for r, c, d, e, col, t, x, s, n in self._query(sql, params)]
 
 
+def document_stats(root: Path | IndexPaths) -> dict[str, Any]:
+    """`DocumentStore.stats()`, or zero counts for an index without documents (KG only)."""
+    paths = root if isinstance(root, IndexPaths) else IndexPaths(Path(root))
+    if paths.root.is_dir() and not paths.chunks.exists():
+        return {"documents": 0, "chunks": 0, "linked_documents": 0, "linked_entities": 0,
+                "collections": {}, "chunks_per_collection": {}}
+    return DocumentStore(paths).stats()
+
+
 def hit_dicts(hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
     """Search hits as JSON-ready dicts."""
     return [h.to_dict() for h in hits]
 
 
-__all__ = ["ChunkRecord", "DocumentStore", "SearchHit", "hit_dicts"]
+__all__ = ["ChunkRecord", "DocumentStore", "SearchHit", "document_stats", "hit_dicts"]

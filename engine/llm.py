@@ -17,7 +17,9 @@ Public API (all a method needs):
 - Structured calls are decoded under a grammar built from `schema` (llama.cpp backend, and
   servers that support it); schemas should bound arrays (`maxItems`) and list the real
   candidates as `enum`s, so that a small model cannot invent names or loop (`enum_array`).
-- Temperature 0 is deterministic on the llama.cpp backend, also with other calls in between.
+- Temperature 0 is deterministic on the llama.cpp backend, also with other calls in between
+  (and so is a fixed seed at temperature > 0). llama.cpp uses every CPU of the process unless
+  `$LOCALKG_LLM_THREADS` says otherwise (fewer is faster on a machine busy with other work).
 - Prompt layout: put the fixed part (instructions, examples) in the leading messages (usually
   one system message) and the per-question part in the last message. Everything before the
   last message is a reusable prefix: its KV state is saved once and loaded for later calls
@@ -65,7 +67,10 @@ Message = dict[str, str]
 
 @dataclass
 class Usage:
-    """Cost of one chat() call. `cached_tokens` of `prompt_tokens` were reused, not evaluated."""
+    """Cost of one chat() call. `cached_tokens` of `prompt_tokens` were reused, not evaluated.
+
+    Token counts add up both attempts when a reply was retried.
+    """
 
     prompt_tokens: int = 0
     cached_tokens: int = 0

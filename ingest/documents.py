@@ -153,7 +153,7 @@ def _jsonl_record(line: str, path: Path, line_no: int, rejects: RejectLog) -> Do
 
 
 def read_files(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
-    """Each text, markdown or HTML file is a document; its id is the path inside the folder."""
+    """Each text, markdown or HTML file is a document; its id is `<folder name>/<path inside>`."""
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     files = _text_files(path) if path.is_dir() else [path]
@@ -165,7 +165,8 @@ def read_files(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[D
         raise InputError(f"{path}: no .txt, .md or .html files found")
     for file in files:
         reporter.advance(1)
-        doc_id = file.relative_to(path).as_posix() if path.is_dir() else file.name
+        # The folder's name keeps ids of two corpora apart ("reports/acme.md", "filings/acme.md").
+        doc_id = f"{path.name}/{file.relative_to(path).as_posix()}" if path.is_dir() else file.name
         try:
             raw = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +62,10 @@ PICK = {
     "additionalProperties": False,
 }
 
+# One thread less than the CPUs: llama.cpp's threads spin-wait for each other, and a test run
+# shares the machine (pytest itself, other jobs); all threads on a busy machine is ~4x slower.
+TEST_THREADS = str(max(1, len(os.sched_getaffinity(0)) - 1))
+
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,6 +73,7 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCALKG_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LOCALKG_MODELS_DIR", raising=False)
     monkeypatch.delenv("LOCALKG_LLM_CACHE", raising=False)
+    monkeypatch.setenv("LOCALKG_LLM_THREADS", os.environ.get("LOCALKG_LLM_THREADS", TEST_THREADS))
 
 
 def ask(question: str) -> list[dict[str, str]]:
@@ -78,7 +84,8 @@ def ask(question: str) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def tiny() -> Iterator[LlamaCppLLM]:
     """One loaded tiny model for the module, without a response cache."""
-    llm = LlamaCppLLM(model_path(TINY), sha256=TINY.sha256 or "", name=TINY.name, n_ctx=2048)
+    llm = LlamaCppLLM(model_path(TINY), sha256=TINY.sha256 or "", name=TINY.name, n_ctx=2048,
+                      n_threads=int(os.environ.get("LOCALKG_LLM_THREADS", TEST_THREADS)))
     yield llm
     llm.close()
 

@@ -44,6 +44,10 @@ MESSAGES = [
     {"role": "user", "content": "Which country is Osaka in, and name one more city there."},
 ]
 
+# One thread less than the CPUs: llama.cpp's threads spin-wait for each other, and a test run
+# shares the machine (pytest itself, other jobs); all threads on a busy machine is ~4x slower.
+TEST_THREADS = str(max(1, len(os.sched_getaffinity(0)) - 1))
+
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,6 +55,7 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCALKG_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LOCALKG_MODELS_DIR", raising=False)
     monkeypatch.delenv("LOCALKG_LLM_CACHE", raising=False)
+    monkeypatch.setenv("LOCALKG_LLM_THREADS", os.environ.get("LOCALKG_LLM_THREADS", TEST_THREADS))
 
 
 def free_port() -> int:
@@ -66,7 +71,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("server") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model",
            str(model_path(REGISTRY["smollm2-135m"])), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 1)]
+           "--n_ctx", "2048", "--n_threads", os.environ.get("LOCALKG_LLM_THREADS", TEST_THREADS)]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                 env={**os.environ, "HF_HUB_OFFLINE": "1"})
