@@ -13,7 +13,9 @@ Public API (all a method needs):
 - `chat` never raises for a bad reply: a reply that does not parse or does not validate
   against `schema` is retried once (with a correcting message, or more tokens when it was cut
   off), then returned with `parsed=None` and `error` set. It raises `ModelError` only when the
-  model cannot be used at all (missing file, server down or answering garbage).
+  model cannot be used at all (missing file, server down or answering garbage), and
+  ValueError for a programming error (malformed messages, an invalid or unsupported schema).
+  A prompt longer than the context window is an `error` of that call.
 - Structured calls are decoded under a grammar built from `schema` (llama.cpp backend, and
   servers that support it); schemas should bound arrays (`maxItems`) and list the real
   candidates as `enum`s, so that a small model cannot invent names or loop (`enum_array`).
@@ -706,9 +708,11 @@ class OpenAICompatLLM(BaseLLM):
         )
 
 
-class _HTTPRejected(Exception):
+class _HTTPRejected(ModelError):
+    """A 4xx answer (or a rejected response_format): not worth retrying as is."""
+
     def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"HTTP {status}")
+        super().__init__(f"LLM server rejected the request: HTTP {status} {body[:300]}")
         self.status, self.body = status, body
 
 

@@ -31,6 +31,7 @@ class EvidencePath:
     chunk_ids: list[str] = field(default_factory=list)
     relation_ids: list[str] = field(default_factory=list)  # relation ids along the path
     score: float | None = None
+    triple_ids: list[list[str]] = field(default_factory=list)  # [[head, relation, tail], ...] ids
 
 
 @dataclass

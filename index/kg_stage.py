@@ -8,6 +8,7 @@ import json
 import queue
 import random
 import threading
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +78,7 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
             loaded = 0
             before = rejects.total
             with progress_bar(f"kg {source.path.name}", total=_input_size(source.path), unit="bytes") as bar:
-                read = 0
+                read, started = 0, time.monotonic()
                 for batch in read_kg(source.path, fmt, options):
                     facts = batch.facts
                     if options.keep_fraction < 1.0:
@@ -92,7 +93,8 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
                     rejects.extend(batch.rejects)
                     filtered.update(batch.filtered)
                     loaded += len(facts)
-                    bar.advance(max(batch.bytes_read - read, 0), status=f"{loaded:,} facts")
+                    rate = loaded / max(time.monotonic() - started, 1e-6)
+                    bar.advance(max(batch.bytes_read - read, 0), status=f"{loaded:,} facts, {rate:,.0f} facts/s")
                     read = batch.bytes_read
             per_source.append(
                 {"path": str(source.path), "format": fmt, "facts_read": loaded, "rejects": rejects.total - before}

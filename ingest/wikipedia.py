@@ -166,7 +166,9 @@ class _Chain(io.RawIOBase):
             buffer[:n] = self._head[:n]
             self._head = self._head[n:]
             return n
-        data = self._rest.read(len(buffer))
+        # Small reads: a truncated compressed stream raises on the read that reaches the
+        # damage, and whatever that read had decompressed is lost with it.
+        data = self._rest.read(min(len(buffer), 1 << 16))
         buffer[: len(data)] = data
         return len(data)
 
@@ -186,7 +188,7 @@ def _with_siteinfo(stream: BinaryIO) -> BinaryIO:
     page_at, site_at = head.find(b"<page"), head.find(b"<siteinfo")
     if page_at >= 0 and (site_at < 0 or site_at > page_at):
         head = head[:page_at] + b"<siteinfo></siteinfo>\n  " + head[page_at:]
-    return io.BufferedReader(_Chain(head, stream), buffer_size=1 << 20)  # type: ignore[return-value]
+    return io.BufferedReader(_Chain(head, stream), buffer_size=1 << 16)  # type: ignore[return-value]
 
 
 def _skip_namespaces(dump: Any) -> frozenset[str]:

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def read(path: Path, fmt: str, tmp_path: Path) -> tuple[list[Document], list[dict[str, object]]]:
-    log = RejectLog(tmp_path / "rejects.jsonl")
+    log = RejectLog(tmp_path / f"rejects-{path.name}-{len(list(tmp_path.glob('rejects-*')))}.jsonl")
     docs = list(read_documents(path, fmt, log, NullReporter()))
     log.close()
     rejects = [json.loads(line) for line in log.path.read_text().splitlines()] if log.path.exists() else []
@@ -44,7 +44,7 @@ def test_wikitext_noise_is_removed() -> None:
         "== References ==\n* a reference\n"
     )
     assert wikitext_to_text(wikitext) == (
-        "Foo Bar (born 1900) is a novelist from Paris. He wrote books.\n\nLife\nHe lived & wrote."
+        "Foo Bar (born 1900) is a novelist from Paris. He wrote books.\n\nLife\n\nHe lived & wrote."
     )
 
 
@@ -82,7 +82,7 @@ def test_truncated_bz2_dump(wiki: Path, tmp_path: Path) -> None:
     cut = tmp_path / "cut.xml.bz2"
     cut.write_bytes(source.read_bytes()[: 400_000])
     docs, rejects = read(cut, "wikipedia-xml", tmp_path)
-    assert 0 < len(docs) < 106
+    assert 30 < len(docs) < 106  # the first ~850 kB of XML decompress before the damage
     assert len(rejects) == 1 and "truncated" in str(rejects[0]["reason"])
 
 
@@ -136,7 +136,7 @@ def test_jsonl_records_and_rejects(tmp_path: Path) -> None:
     assert [(r["line"], r["reason"]) for r in rejects] == [
         (4, "invalid JSON: Expecting value"),
         (5, "missing field 'id'"),
-        (6, "missing field 'text'"),
+        (6, "empty text"),
         (7, "expected a JSON object"),
     ]
     assert all(r["file"] == str(path) for r in rejects)
@@ -216,9 +216,7 @@ def test_missing_empty_and_unknown_inputs(tmp_path: Path) -> None:
     broken.write_text("[{\"paragraphs\": [")
     with pytest.raises(InputError, match="broken.json"):
         read(broken, "hotpot", tmp_path)
-    not_xml = tmp_path / "not.xml"
-    not_xml.write_text("<mediawiki><siteinfo></sitei")
-    docs, rejects = read(not_xml, "wikipedia-xml", tmp_path) if False else ([], [])
+    not_xml = tmp_path / "nothing.xml"
+    not_xml.write_text("plain words, not XML")
     with pytest.raises(InputError, match="nothing.xml"):
-        (tmp_path / "nothing.xml").write_text("plain words, not XML")
-        read(tmp_path / "nothing.xml", "wikipedia-xml", tmp_path)
+        read(not_xml, "wikipedia-xml", tmp_path)

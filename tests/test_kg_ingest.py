@@ -60,7 +60,7 @@ def test_gzip_and_bzip2_are_read(tmp_path: Path) -> None:
 def test_truncated_gzip_is_a_clear_error_and_leaves_no_index(tmp_path: Path) -> None:
     path = tmp_path / "cut.nt.gz"
     path.write_bytes(gzip.compress(GOOD * 2000)[:-200])
-    with pytest.raises(InputError, match="cut.nt.gz.*truncated"):
+    with pytest.raises(InputError, match=r"cut\.nt\.gz.*truncated"):
         build(tmp_path, path, "ntriples")
     assert not (tmp_path / "ix").exists()
 

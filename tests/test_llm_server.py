@@ -208,3 +208,13 @@ def test_silent_server_times_out() -> None:
         assert time.monotonic() - start < 2.5
     finally:
         fake.close()
+
+
+def test_client_error_is_not_retried() -> None:
+    fake = _Fake(404, b'{"error": "no such route"}')
+    try:
+        with pytest.raises(ModelError, match="HTTP 404"):
+            OpenAICompatLLM(fake.url, retries=3, backoff_s=0.05)
+        assert fake.hits == 1
+    finally:
+        fake.close()

@@ -1,0 +1,600 @@
+"""Batch runs: many questions x several methods into `RUN_DIR/<method>.jsonl` + `run.json`.
+
+Resumable by construction: every record is one JSON line, appended, flushed and fsync'd before
+the next question starts. On start the run reads what is there, cuts a torn last line (a kill
+in the middle of a write) back to the last newline, and skips the ids already answered. So a
+run can be killed at any moment (kill -9 included) and the same command finishes it, with
+exactly one record per question and method.
+
+`run.json` (written atomically) holds the command, the questions' selection, the per-method
+config, the index and model fingerprints and the versions. A resumed run whose questions, index,
+model or a method's config differ is refused (`force_config` overrides and records the change),
+so one run folder never mixes configs. A new method may join an existing run.
+
+`workers > 1` starts that many spawned processes, each opening its own context (index + model);
+the parent is the only writer. Workers exit when the parent dies.
+
+Methods come from `engine.methods.base` (`METHODS`, `default_config`, `open_context`,
+`run_question`). Tests may set the environment variable LOCALKG_TEST_METHODS to the name of
+another module with the same interface (a scripted or slow fake method); it may also define
+`model_fingerprint(llm)`. It is meant for tests only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib
+import json
+import os
+import platform
+import queue
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from engine.answer_match import score
+from engine.datasets import detect_format, read_questions
+from engine.record import AnswerRecord, Question
+from ingest.errors import IndexError_, InputError, LocalkgError, ModelError
+
+RUN_FILE = "run.json"
+LOCK_FILE = ".batch.lock"
+TEST_METHODS_ENV = "LOCALKG_TEST_METHODS"
+DEFAULT_BACKEND = "engine.methods.base"
+# Not question-level failures: the whole batch stops (and resumes once they are fixed).
+FATAL_ERRORS: tuple[type[Exception], ...] = (ModelError, IndexError_)
+
+
+class BatchError(LocalkgError):
+    """A batch that cannot start or go on (config mismatch, a busy run folder, dead workers)."""
+
+
+# ---- options and results -------------------------------------------------------------------
+
+
+@dataclass
+class BatchOptions:
+    """Everything `cli.py batch` passes on."""
+
+    index: Path
+    questions: Path
+    methods: list[str]
+    out: Path
+    llm: str | None = None
+    fmt: str = "auto"
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    workers: int = 1
+    settings: list[str] = field(default_factory=list)  # "key=value" or "method.key=value"
+    cache: bool = True
+    force_config: bool = False
+    retry_errors: bool = False
+    command: list[str] | None = None
+
+
+@dataclass
+class BatchReport:
+    """What a batch did: counts per method and in total."""
+
+    out: Path
+    questions: int
+    methods: list[str]
+    already_done: int
+    ran: int
+    errors: int
+    seconds: float
+    per_method: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+# ---- the methods backend -------------------------------------------------------------------
+
+
+def methods_backend() -> ModuleType:
+    """`engine.methods.base`, or the test module named by LOCALKG_TEST_METHODS."""
+    name = os.environ.get(TEST_METHODS_ENV) or DEFAULT_BACKEND
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise BatchError(f"methods module {name!r} not found ({TEST_METHODS_ENV}={os.environ.get(TEST_METHODS_ENV)!r})") from None
+        raise
+
+
+def model_fingerprint(backend: ModuleType, llm: str | None) -> str:
+    """Identifies the model without loading it (the llama.cpp backend loads on first use)."""
+    custom = getattr(backend, "model_fingerprint", None)
+    if callable(custom):
+        return str(custom(llm))
+    from engine.llm import open_llm
+
+    model = open_llm(llm, cache=False)
+    try:
+        return str(model.fingerprint)
+    finally:
+        model.close()
+
+
+def method_configs(backend: ModuleType, methods: list[str], settings: list[str]) -> dict[str, dict[str, Any]]:
+    """Each method's default config with `key=value` / `method.key=value` settings applied.
+
+    Values are JSON when they parse (`3`, `0.7`, `true`, `"x"`), strings otherwise. A key no
+    chosen method has is an error (a typo would otherwise be silently ignored).
+    """
+    known = getattr(backend, "METHODS", {})
+    unknown = [m for m in methods if m not in known]
+    if unknown:
+        raise InputError(f"unknown method {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+    configs = {m: dict(backend.default_config(m)) for m in methods}
+    for setting in settings:
+        key, sep, raw = setting.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--set {setting!r}: expected KEY=VALUE or METHOD.KEY=VALUE")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        method, dot, name = key.strip().partition(".")
+        if dot and method in configs:
+            targets, key = [method], name
+        else:
+            targets, key = [m for m in methods if key.strip() in configs[m]], key.strip()
+        if not targets or any(key not in configs[m] for m in targets):
+            options = sorted({k for m in (targets or methods) for k in configs[m]})
+            raise InputError(f"--set {setting!r}: no such config key; known keys: {', '.join(options)}")
+        for m in targets:
+            configs[m][key] = value
+    return configs
+
+
+# ---- question selection --------------------------------------------------------------------
+
+
+def select_questions(questions: list[Question], *, limit: int | None = None, sample: int | None = None,
+                     seed: int = 0) -> list[Question]:
+    """A seeded random sample (kept in file order), then the first `limit` of it."""
+    chosen = list(questions)
+    if sample is not None and sample < len(chosen):
+        picked = sorted(random.Random(seed).sample(range(len(chosen)), sample))
+        chosen = [chosen[i] for i in picked]
+    if limit is not None:
+        chosen = chosen[:limit]
+    return chosen
+
+
+# ---- record files --------------------------------------------------------------------------
+
+
+def repair_records(path: Path) -> int:
+    """Cut a torn last line (no trailing newline) off a record file; returns bytes removed."""
+    if not path.exists():
+        return 0
+    with path.open("rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        # Walk back to the last newline in blocks.
+        end = size
+        keep = 0
+        while end > 0:
+            start = max(0, end - 65536)
+            handle.seek(start)
+            block = handle.read(end - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            end = start
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+        return size - keep
+
+
+def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of a method file and problems found (a torn last line, unparseable lines).
+
+    Never modifies the file (eval may read a run that is still being written).
+    """
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    elif lines:
+        problems.append(f"{path.name}: last line is torn (a run was killed mid-write); it is ignored")
+        lines.pop()
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            problems.append(f"{path.name}:{number}: not a JSON record ({exc})")
+            continue
+        if not isinstance(record, dict) or "id" not in record:
+            problems.append(f"{path.name}:{number}: not a record (no id)")
+            continue
+        records.append(record)
+    return records, problems
+
+
+class RecordWriter:
+    """Append-only record file: repaired on open, one fsync'd line per record."""
+
+    def __init__(self, path: Path, *, retry_errors: bool = False) -> None:
+        self.path = path
+        self.torn_bytes = repair_records(path)
+        records, problems = read_records(path) if path.exists() else ([], [])
+        if problems:
+            raise BatchError(f"{path}: {problems[0]}; fix or remove that line, then resume")
+        if retry_errors and any(r.get("error") for r in records):
+            records = [r for r in records if not r.get("error")]
+            self._rewrite(records)
+        self.done: set[str] = {str(r["id"]) for r in records}
+        self._handle = path.open("a", encoding="utf-8")
+
+    def _rewrite(self, records: list[dict[str, Any]]) -> None:
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self.done.add(str(record["id"]))
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+# ---- run.json ------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def versions() -> dict[str, str]:
+    """Python and the versions of the packages that shape results."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version(), "platform": platform.platform()}
+    for dist in ("localkg", "llama_cpp_python", "pyoxigraph", "faiss-cpu", "sentence-transformers",
+                 "torch", "networkx", "rank-bm25", "pyarrow"):
+        with contextlib.suppress(PackageNotFoundError):
+            found[dist] = version(dist)
+    return found
+
+
+def read_run(out: Path) -> dict[str, Any] | None:
+    path = out / RUN_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise BatchError(f"{path}: unreadable ({exc}); move it away to start a new run there") from None
+    if not isinstance(data, dict):
+        raise BatchError(f"{path}: not a run description")
+    return data
+
+
+def write_run(out: Path, run: dict[str, Any]) -> None:
+    """Atomic: a temp file, fsync'd, renamed over run.json."""
+    path = out / RUN_FILE
+    tmp = path.with_suffix(".json.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps(run, ensure_ascii=False, indent=2, default=str))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    from index.manifest import stable_hash
+
+    return stable_hash(config)
+
+
+def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between a run folder's recorded identity and this command's."""
+    changes = []
+    old_q, new_q = old.get("questions", {}), new["questions"]
+    for key in ("sha256", "format", "limit", "sample", "seed"):
+        if old_q.get(key) != new_q.get(key):
+            what = "questions file content" if key == "sha256" else f"questions {key}"
+            changes.append(f"{what} ({old_q.get(key)!r} -> {new_q.get(key)!r})")
+    if old.get("index", {}).get("fingerprint") != new["index"]["fingerprint"]:
+        changes.append(f"index fingerprint ({old.get('index', {}).get('fingerprint')} -> {new['index']['fingerprint']})")
+    if old.get("model", {}).get("fingerprint") != new["model"]["fingerprint"]:
+        changes.append(f"model ({old.get('model', {}).get('fingerprint')} -> {new['model']['fingerprint']})")
+    for method, entry in new["methods"].items():
+        before = old.get("methods", {}).get(method)
+        if before is not None and before.get("config_hash") != entry["config_hash"]:
+            changed = sorted(k for k in set(before.get("config", {})) | set(entry["config"])
+                             if before.get("config", {}).get(k) != entry["config"].get(k))
+            changes.append(f"{method} config ({', '.join(changed) or 'hash'})")
+    return changes
+
+
+@contextlib.contextmanager
+def _run_lock(out: Path) -> Iterator[None]:
+    """One writer per run folder; the lock dies with its process (kill -9 included)."""
+    handle = (out / LOCK_FILE).open("a+")
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BatchError(f"{out}: another batch is writing to this run folder") from None
+        yield
+    finally:
+        handle.close()
+
+
+# ---- answering -----------------------------------------------------------------------------
+
+
+def answer_one(backend: ModuleType, method: str, question: Question, ctx: Any,
+               config: dict[str, Any]) -> dict[str, Any]:
+    """One record as a dict: the method's answer, or an error record if it raised.
+
+    Raises only the fatal errors (model or index unusable), which stop the batch.
+    """
+    started = time.perf_counter()
+    try:
+        record = backend.run_question(method, question, ctx, config)
+    except FATAL_ERRORS:
+        raise
+    except Exception as exc:  # a question-level failure: record it and go on
+        record = AnswerRecord(id=question.id, question=question.question, answers=list(question.answers),
+                              method=method, error=f"{type(exc).__name__}: {exc}",
+                              seconds=round(time.perf_counter() - started, 3))
+    if isinstance(record, dict):
+        record = AnswerRecord.from_dict(record)
+    return finish_record(record, question, method, config)
+
+
+def finish_record(record: AnswerRecord, question: Question, method: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Stamp the gold side (answers, alias groups, gold relations) and the scores on a record."""
+    record.id, record.method, record.question = question.id, method, question.question
+    record.answers = list(question.answers)
+    if not record.config_hash:
+        record.config_hash = config_hash(config)
+    groups = question.extra.get("answer_groups")
+    gold: dict[str, Any] = {}
+    if groups:
+        gold["answer_groups"] = groups
+    if question.gold_relations:
+        gold["relations"] = list(question.gold_relations)
+    if gold:
+        record.extra = {**record.extra, "gold": gold}
+    if question.answers:
+        record.correct = score(record.prediction, record.predictions, question.answers, groups).to_dict()
+    return record.to_dict()
+
+
+def _worker(backend_name: str, index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
+            tasks: Any, results: Any, parent_pid: int) -> None:
+    """A spawned worker: opens its own context, answers tasks until the sentinel or parent death."""
+    os.environ[TEST_METHODS_ENV] = backend_name if backend_name != DEFAULT_BACKEND else os.environ.get(TEST_METHODS_ENV, "")
+    try:
+        backend = importlib.import_module(backend_name)
+        ctx = backend.open_context(Path(index), llm, cache=cache)
+        while True:
+            if os.getppid() != parent_pid:
+                return  # the parent was killed: stop, the rerun resumes
+            try:
+                task = tasks.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if task is None:
+                return
+            position, method, question_dict = task
+            question = Question(**question_dict)
+            results.put(("record", position, answer_one(backend, method, question, ctx, configs[method])))
+    except FATAL_ERRORS as exc:
+        results.put(("fatal", type(exc).__name__, str(exc)))
+    except Exception as exc:
+        results.put(("fatal", type(exc).__name__, f"worker failed: {type(exc).__name__}: {exc}"))
+
+
+Sink = Callable[[str, dict[str, Any]], None]
+
+
+def _run_serial(backend: ModuleType, options: BatchOptions, configs: dict[str, dict[str, Any]],
+                pending: list[tuple[str, Question]], sink: Sink) -> None:
+    ctx = backend.open_context(options.index, options.llm, cache=options.cache)
+    try:
+        for method, question in pending:
+            sink(method, answer_one(backend, method, question, ctx, configs[method]))
+    finally:
+        close = getattr(ctx, "close", None)
+        if callable(close):
+            close()
+
+
+def _run_parallel(backend_name: str, options: BatchOptions, configs: dict[str, dict[str, Any]],
+                  pending: list[tuple[str, Question]], sink: Sink) -> None:
+    import multiprocessing as mp
+
+    context = mp.get_context("spawn")
+    tasks, results = context.Queue(), context.Queue()
+    workers = min(options.workers, len(pending))
+    for position, (method, question) in enumerate(pending):
+        tasks.put((position, method, asdict(question)))
+    for _ in range(workers):
+        tasks.put(None)
+    procs = [
+        context.Process(target=_worker, daemon=True,
+                        args=(backend_name, str(options.index), options.llm, options.cache, configs,
+                              tasks, results, os.getpid()))
+        for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    remaining = len(pending)
+    try:
+        while remaining:
+            try:
+                message = results.get(timeout=1.0)
+            except queue.Empty:
+                if any(p.is_alive() for p in procs):
+                    continue
+                try:  # all gone: take what they left, then give up
+                    message = results.get(timeout=1.0)
+                except queue.Empty:
+                    codes = ", ".join(str(p.exitcode) for p in procs)
+                    raise BatchError(f"workers exited (codes {codes}) with {remaining} answers missing; rerun to resume") from None
+            if message[0] == "fatal":
+                _, name, text = message
+                error_type = {"ModelError": ModelError, "IndexError_": IndexError_}.get(name, BatchError)
+                raise error_type(text)
+            _, position, record = message
+            sink(pending[position][0], record)
+            remaining -= 1
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(timeout=5)
+        tasks.cancel_join_thread()
+        results.cancel_join_thread()
+
+
+# ---- the batch -----------------------------------------------------------------------------
+
+
+def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None) -> BatchReport:
+    """Answer every selected question with every method; resume what a previous run left."""
+    from index.manifest import index_fingerprint, read_manifest
+    from index.paths import IndexPaths
+    from ingest.progress import progress_bar
+
+    progress = progress or progress_bar
+    backend_name = os.environ.get(TEST_METHODS_ENV) or DEFAULT_BACKEND
+    backend = methods_backend()
+    methods = list(dict.fromkeys(m.strip() for m in options.methods if m.strip()))
+    if not methods:
+        raise InputError("no methods given")
+    if options.workers < 1:
+        raise InputError("--workers must be at least 1")
+    configs = method_configs(backend, methods, options.settings)
+    fmt = detect_format(options.questions) if options.fmt == "auto" else options.fmt
+    selected = select_questions(read_questions(options.questions, fmt), limit=options.limit,
+                                sample=options.sample, seed=options.seed)
+    if not selected:
+        raise InputError(f"{options.questions}: no questions selected")
+    manifest = read_manifest(IndexPaths(options.index))
+    identity = {
+        "questions": {
+            "path": str(Path(options.questions).resolve()),
+            "sha256": file_sha256(Path(options.questions)),
+            "format": fmt,
+            "limit": options.limit,
+            "sample": options.sample,
+            "seed": options.seed if options.sample is not None else None,
+        },
+        "index": {"path": str(Path(options.index).resolve()), "fingerprint": index_fingerprint(manifest)},
+        "model": {"llm": options.llm, "fingerprint": model_fingerprint(backend, options.llm)},
+        "methods": {m: {"config": configs[m], "config_hash": config_hash(configs[m]), "file": f"{m}.jsonl"} for m in methods},
+    }
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with _run_lock(out):
+        return _run_locked(backend, backend_name, options, methods, configs, selected, identity, out, progress)
+
+
+def _run_locked(backend: ModuleType, backend_name: str, options: BatchOptions, methods: list[str],
+                configs: dict[str, dict[str, Any]], selected: list[Question], identity: dict[str, Any],
+                out: Path, progress: Callable[..., Any]) -> BatchReport:
+    started = time.perf_counter()
+    previous = read_run(out)
+    history: list[dict[str, Any]] = list((previous or {}).get("history", []))
+    if previous is not None:
+        changes = _identity_changes(previous, identity)
+        if changes and not options.force_config:
+            raise BatchError(
+                f"{out} holds a run with a different setup: {'; '.join(changes)}. A resumed run must not mix "
+                f"configs: use a new --out, or --force-config to continue anyway"
+            )
+        if changes:
+            history.append({"at": _now(), "forced": changes})
+    all_methods = {**(previous or {}).get("methods", {}), **identity["methods"]}
+    run: dict[str, Any] = {
+        "localkg_run": 1,
+        "command": options.command or sys.argv,
+        "created": (previous or {}).get("created", _now()),
+        "updated": _now(),
+        "status": "running",
+        **{k: identity[k] for k in ("questions", "index", "model")},
+        "methods": all_methods,
+        "workers": options.workers,
+        "versions": versions(),
+        "history": history,
+    }
+    run["questions"]["count"] = len(selected)
+    run["questions"]["ids"] = [q.id for q in selected]
+    write_run(out, run)
+
+    writers = {m: RecordWriter(out / f"{m}.jsonl", retry_errors=options.retry_errors) for m in methods}
+    already = sum(1 for m in methods for q in selected if q.id in writers[m].done)
+    pending = [(m, q) for q in selected for m in methods if q.id not in writers[m].done]
+    per_method = {m: {"ran": 0, "errors": 0} for m in methods}
+    counts = {"ran": 0, "errors": 0}
+    status = "failed"
+    try:
+        with progress(f"batch {out.name}", total=len(pending), unit="questions") as bar:
+            def sink(method: str, record: dict[str, Any]) -> None:
+                writers[method].append(record)
+                per_method[method]["ran"] += 1
+                counts["ran"] += 1
+                if record.get("error"):
+                    per_method[method]["errors"] += 1
+                    counts["errors"] += 1
+                bar.advance(1, status=f"{counts['errors']} errors" if counts["errors"] else "")
+
+            if pending and options.workers > 1:
+                _run_parallel(backend_name, options, configs, pending, sink)
+            elif pending:
+                _run_serial(backend, options, configs, pending, sink)
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        for writer in writers.values():
+            writer.close()
+        run.update(status=status, updated=_now(),
+                   last_session={"ran": counts["ran"], "errors": counts["errors"], "already_done": already,
+                                 "seconds": round(time.perf_counter() - started, 3)})
+        write_run(out, run)
+    return BatchReport(out=out, questions=len(selected), methods=methods, already_done=already,
+                       ran=counts["ran"], errors=counts["errors"],
+                       seconds=round(time.perf_counter() - started, 3), per_method=per_method)

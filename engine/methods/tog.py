@@ -1,0 +1,412 @@
+"""Think-on-Graph (ToG paper §2.1, Algorithm 1) and ToG-R (§2.2, Algorithm 2).
+
+ToG keeps a beam of at most W reasoning paths (triple chains from a topic entity). Per depth:
+relation search (both directions) and prune to the top W, entity search and prune to the top
+W, then a reasoning check: are the paths enough to answer? If yes, the answer comes from the
+paths (answer_source "kg"); after D_max depths without a yes, the model answers from its own
+knowledge (answer_source "llm").
+
+ToG-R keeps relation chains instead: per depth relation search and prune per chain, entity
+search, the reasoning check over the chains and all the entities they reach, and, when not
+yet enough, a random (deterministic, hash-ordered) sample of W entities to go on from.
+
+Scores: a path's score is the product of the prune scores along it (each prune's kept scores
+sum to 1), so the global top W across candidate sets is well defined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.kg import Direction, Relation, is_literal, stable_sample
+from engine.methods import prompts
+from engine.methods.common import answer_of, ask, new_record, question_text, rank_answers, timed
+from engine.methods.labels import entity_text, relation_text, triple_text, unique_texts
+from engine.methods.prune import Pruner
+from engine.record import AnswerRecord, EvidencePath, Question
+
+if TYPE_CHECKING:
+    from engine.methods.base import Context
+
+# Freebase bookkeeping relations that never answer a question (ToG drops them too).
+SCHEMA_RELATION_PREFIXES = ("type.", "common.", "freebase.", "kg.", "user.", "base.kwebbase",
+                            "dataworld.", "base.ontologies")
+
+TOG_DEFAULTS: dict[str, Any] = {
+    "width": 3,                    # W: beam width, relations and entities kept per depth
+    "depth": 3,                    # D_max
+    "prune_tool": "llm",           # llm | bm25 | embedding
+    "num_retain_entity": 5,        # tails fetched per (entity, relation): a stable sample
+    "max_relations": 40,           # relation candidates shown in one prompt
+    "max_entities": 30,            # entity candidates shown in one prompt
+    "max_topic_entities": 3,       # topic entities to start from
+    "temperature_exploration": 0.4,
+    "temperature_reasoning": 0.0,
+    "prune_max_tokens": 96,
+    "reasoning_max_tokens": 64,
+    "seed": 0,
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One hop: from `head` over `relation` in `direction` to `tail` (path order)."""
+
+    head: str
+    relation: str
+    direction: Direction
+    tail: str
+
+    def triple(self) -> tuple[str, str, str]:
+        """(subject, relation, object) as stored in the KG."""
+        if self.direction == "out":
+            return (self.head, self.relation, self.tail)
+        return (self.tail, self.relation, self.head)
+
+
+@dataclass(frozen=True)
+class Path:
+    """A reasoning path from a topic entity, with its score."""
+
+    topic: str
+    steps: tuple[Step, ...] = ()
+    score: float = 1.0
+
+    @property
+    def end(self) -> str:
+        return self.steps[-1].tail if self.steps else self.topic
+
+    @property
+    def nodes(self) -> set[str]:
+        return {self.topic, *(s.tail for s in self.steps)}
+
+    @property
+    def chain(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """The relation chain (ToG-R): topic and the relations followed."""
+        return (self.topic, tuple((s.relation, s.direction) for s in self.steps))
+
+    def extend(self, step: Step, score: float) -> Path:
+        return Path(self.topic, (*self.steps, step), score)
+
+
+class _Run:
+    """State of one ToG / ToG-R question."""
+
+    def __init__(self, question: Question, ctx: Context, config: dict[str, Any], method: str) -> None:
+        self.ctx, self.config, self.method = ctx, config, method
+        self.kg = ctx.kg
+        self.text = question_text(question)
+        self.record = new_record(question, method)
+        self.width = int(config["width"])
+        self.pruner = Pruner(config["prune_tool"], self.text, ctx, self.record,
+                             temperature=config["temperature_exploration"],
+                             max_tokens=config["prune_max_tokens"],
+                             max_candidates={"relations": config["max_relations"],
+                                             "entities": config["max_entities"]})
+        self.question = question
+        self.trace: list[dict[str, Any]] = []
+
+    # -- labels ------------------------------------------------------------------------------
+    def label(self, node: str) -> str:
+        return entity_text(self.kg, node)
+
+    def kg_triple_labels(self, step: Step) -> list[str]:
+        s, r, o = step.triple()
+        return [self.label(s), self.kg.relation_label(r), self.label(o)]
+
+    # -- 1. topic entities ---------------------------------------------------------------
+    def topic_entities(self) -> list[Path]:
+        with timed(self.record, "linking"):
+            given = {t: t for t in self.question.topic_entities} or None
+            found = self.ctx.linker.link(self.question.question, given)
+        paths: list[Path] = []
+        seen_mentions: set[str] = set()
+        for c in found:
+            if c.mention in seen_mentions or not self.ctx.entities.has(c.entity):
+                continue
+            if any(p.topic == c.entity for p in paths):
+                continue
+            seen_mentions.add(c.mention)
+            paths.append(Path(c.entity))
+            self.record.topic_entities.append({"id": c.entity, "label": self.label(c.entity),
+                                               "mention": c.mention, "reason": c.reason,
+                                               "score": c.score})
+            if len(paths) >= int(self.config["max_topic_entities"]):
+                break
+        return paths
+
+    # -- 2. relation search + prune --------------------------------------------------------
+    def candidate_relations(self, entity: str, arrived: Step | None) -> list[Relation]:
+        if is_literal(entity):
+            return []
+        result = []
+        for rel in self.kg.relations_of(entity, "both"):
+            if arrived is not None and rel.id == arrived.relation and rel.direction != arrived.direction:
+                continue  # straight back where the path came from
+            if self.kg.relation_label(rel.id).startswith(SCHEMA_RELATION_PREFIXES):
+                continue
+            result.append(rel)
+        return result
+
+    def prune_relations(self, who: str, relations: Sequence[Relation]) -> list[tuple[Relation, float]]:
+        texts = [relation_text(self.kg, r) for r in relations]
+        by_text = unique_texts(list(relations), texts)
+        chosen = self.pruner.relations(who, list(by_text), self.width)
+        return [(rel, score / len(by_text[t])) for t, score in chosen for rel in by_text[t]]
+
+    # -- 3. entity search --------------------------------------------------------------------
+    def search_tails(self, path: Path, rel: Relation) -> list[str]:
+        limit = int(self.config["num_retain_entity"])
+        seen = path.nodes
+        tails = self.kg.tails(path.end, rel.id, rel.direction, limit=limit + len(seen))
+        return [t for t in tails if t not in seen][:limit]
+
+    def fact_text(self, path: Path, rel: Relation) -> str:
+        head, label = self.label(path.end), self.kg.relation_label(rel.id)
+        return triple_text([head, label, "?"] if rel.direction == "out" else ["?", label, head])
+
+    # -- 4. reasoning ----------------------------------------------------------------------
+    def reason(self, system: str, user: str) -> str | None:
+        """The answer when the model finds the evidence sufficient, else None."""
+        parsed = ask(self.ctx.llm, self.record, system=system, user=user,
+                     schema=prompts.REASONING_SCHEMA, stage="reasoning",
+                     temperature=self.config["temperature_reasoning"],
+                     max_tokens=self.config["reasoning_max_tokens"], seed=self.config["seed"])
+        if isinstance(parsed, dict) and parsed.get("sufficient") is True:
+            return answer_of(parsed) or None
+        return None
+
+    def answer_from_llm(self, candidates: Sequence[str]) -> None:
+        """Generate(π, x): answer from the model's own knowledge (after D_max, or no start)."""
+        parsed = ask(self.ctx.llm, self.record, system=prompts.IO_SYSTEM,
+                     user=prompts.question_user(self.text), schema=prompts.ANSWER_SCHEMA,
+                     stage="answer_llm", temperature=self.config["temperature_reasoning"],
+                     max_tokens=self.config["reasoning_max_tokens"], seed=self.config["seed"])
+        answer = answer_of(parsed)
+        if parsed is None:
+            self.record.error = "the final answer call failed: " + self.record.extra["call_errors"][-1]["error"]
+        self.finish(answer, candidates, "llm" if answer else "none")
+
+    def finish(self, answer: str, candidates: Sequence[str], source: str) -> None:
+        self.record.extra["answer_text"] = answer
+        self.record.prediction, self.record.predictions = rank_answers(answer, candidates)
+        self.record.answer_source = source  # type: ignore[assignment]
+        self.record.extra["trace"] = self.trace
+
+    # -- record ----------------------------------------------------------------------------
+    def evidence(self, paths: Sequence[Path]) -> list[EvidencePath]:
+        result, seen = [], set()
+        for p in sorted(paths, key=lambda p: -p.score):
+            if not p.steps or p.steps in seen:
+                continue
+            seen.add(p.steps)
+            result.append(EvidencePath(
+                source="kg", triples=[self.kg_triple_labels(s) for s in p.steps],
+                relation_ids=[s.relation for s in p.steps],
+                triple_ids=[list(s.triple()) for s in p.steps], score=round(p.score, 6)))
+        return result
+
+    def answer_candidates(self, paths: Sequence[Path]) -> list[str]:
+        """Labels of the entities the paths reach, best path first, ends before middles."""
+        ranked = sorted(paths, key=lambda p: -p.score)
+        topics = {p.topic for p in paths}
+        ends = [p.end for p in ranked if p.steps]
+        middles = [s.tail for p in ranked for s in p.steps[:-1]]
+        nodes = [n for n in dict.fromkeys(ends + middles) if n not in topics]
+        return [t for t in (self.label(n) for n in nodes) if not t.startswith("unnamed entity")]
+
+    def triples_text(self, paths: Sequence[Path]) -> list[str]:
+        lines = [triple_text(self.kg_triple_labels(s)) for p in sorted(paths, key=lambda p: -p.score)
+                 for s in p.steps]
+        return list(dict.fromkeys(lines))
+
+
+def _top(items: list[tuple[Any, float]], k: int) -> list[tuple[Any, float]]:
+    order = sorted(range(len(items)), key=lambda i: (-items[i][1], i))
+    return [items[i] for i in order[:k]]
+
+
+# ------------------------------------------------------------------------------------------
+# ToG
+# ------------------------------------------------------------------------------------------
+
+
+def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    """ToG (Algorithm 1): beam search over triples with LLM (or BM25/embedding) pruning."""
+    run = _Run(question, ctx, config, "tog")
+    beam = run.topic_entities()
+    if not beam:
+        run.record.extra["stopped"] = "no_topic_entity"
+        run.answer_from_llm([])
+        return run.record
+    explored: list[Path] = []
+    for depth in range(1, int(config["depth"]) + 1):
+        step_trace: dict[str, Any] = {"depth": depth}
+        run.trace.append(step_trace)
+        # relation search + prune, one choice per distinct end entity
+        rel_cands: list[tuple[tuple[Path, Relation], float]] = []
+        for end, group in _group(beam, lambda p: p.end).items():
+            with timed(run.record, "relation_search"):
+                relations = run.candidate_relations(end, group[0].steps[-1] if group[0].steps else None)
+            if not relations:
+                continue
+            for rel, score in run.prune_relations(run.label(end), relations):
+                rel_cands.extend(((p, rel), p.score * score) for p in group)
+        kept_rels = _top(rel_cands, run.width)
+        step_trace["relations"] = [[run.label(p.end), relation_text(run.kg, r)] for (p, r), _ in kept_rels]
+        # entity search + prune
+        ent_cands: list[tuple[Path, float]] = []
+        sets: list[tuple[Path, Relation, float, list[str]]] = []
+        with timed(run.record, "entity_search"):
+            for (path, rel), score in kept_rels:
+                tails = run.search_tails(path, rel)
+                if tails:
+                    sets.append((path, rel, score, tails))
+        total = sum(len(t) for *_, t in sets)
+        for path, rel, score, tails in sets:
+            by_text = unique_texts(tails, [run.label(t) for t in tails])
+            if total <= run.width:
+                chosen = [(t, 1.0 / len(by_text)) for t in by_text]
+            else:
+                chosen = run.pruner.entities(run.fact_text(path, rel), list(by_text), run.width)
+            for text, e_score in chosen:
+                for tail in by_text[text]:
+                    step = Step(path.end, rel.id, rel.direction, tail)
+                    new = path.extend(step, score * e_score / len(by_text[text]))
+                    ent_cands.append((new, new.score))
+        beam = [p for p, _ in _top(_dedupe(ent_cands), run.width)]
+        step_trace["entities"] = [run.label(p.end) for p in beam]
+        if not beam:
+            run.record.extra["stopped"] = "dead_end"
+            break
+        explored = beam
+        with timed(run.record, "reasoning"):
+            answer = run.reason(prompts.REASONING_SYSTEM,
+                                prompts.reasoning_user(run.text, run.triples_text(beam)))
+        step_trace["sufficient"] = answer is not None
+        if answer is not None:
+            run.record.paths = run.evidence(beam)
+            run.record.extra["stopped"] = "sufficient"
+            run.record.extra["depth"] = depth
+            run.finish(answer, run.answer_candidates(beam), "kg")
+            return run.record
+    run.record.extra.setdefault("stopped", "max_depth")
+    run.record.extra["depth"] = len(run.trace)
+    run.record.paths = run.evidence(explored)
+    run.answer_from_llm(run.answer_candidates(explored))
+    return run.record
+
+
+# ------------------------------------------------------------------------------------------
+# ToG-R
+# ------------------------------------------------------------------------------------------
+
+
+def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    """ToG-R (Algorithm 2): relation chains, reasoning over all reached entities, random prune."""
+    run = _Run(question, ctx, config, "tog-r")
+    beam = run.topic_entities()
+    if not beam:
+        run.record.extra["stopped"] = "no_topic_entity"
+        run.answer_from_llm([])
+        return run.record
+    explored: list[Path] = []
+    for depth in range(1, int(config["depth"]) + 1):
+        step_trace: dict[str, Any] = {"depth": depth}
+        run.trace.append(step_trace)
+        # relation search + prune, one choice per chain (its entities share the relations)
+        rel_cands: list[tuple[tuple[tuple[Path, ...], Relation], float]] = []
+        for group in _group(beam, lambda p: p.chain).values():
+            with timed(run.record, "relation_search"):
+                relations = sorted({r for p in group for r in run.candidate_relations(
+                    p.end, p.steps[-1] if p.steps else None)})
+            if not relations:
+                continue
+            ends = ", ".join(dict.fromkeys(run.label(p.end) for p in group))
+            chain_score = max(p.score for p in group)
+            for rel, score in run.prune_relations(ends, relations):
+                rel_cands.append(((tuple(group), rel), chain_score * score))
+        kept_rels = _top(rel_cands, run.width)
+        step_trace["relations"] = [[_chain_text(run, g[0]), relation_text(run.kg, r)]
+                                   for (g, r), _ in kept_rels]
+        # entity search: every entity of the chain over the chosen relation
+        candidates: list[tuple[Path, float]] = []
+        with timed(run.record, "entity_search"):
+            for (group, rel), score in kept_rels:
+                found = [path.extend(Step(path.end, rel.id, rel.direction, t), score)
+                         for path in group for t in run.search_tails(path, rel)]
+                keys = {_path_key(p): p for p in found}
+                for key in stable_sample(keys, int(config["max_entities"])):
+                    candidates.append((keys[key], score))
+        candidates = _dedupe(candidates)
+        reached = [p for p, _ in candidates]
+        step_trace["entities"] = list(dict.fromkeys(run.label(p.end) for p in reached))
+        if not reached:
+            run.record.extra["stopped"] = "dead_end"
+            break
+        explored = reached
+        with timed(run.record, "reasoning"):
+            answer = run.reason(prompts.CHAIN_REASONING_SYSTEM,
+                                prompts.chain_reasoning_user(run.text, _chains_text(run, reached)))
+        step_trace["sufficient"] = answer is not None
+        if answer is not None:
+            run.record.paths = run.evidence(reached)
+            run.record.extra["stopped"] = "sufficient"
+            run.record.extra["depth"] = depth
+            run.finish(answer, run.answer_candidates(reached), "kg")
+            return run.record
+        # random prune: a deterministic hash-ordered sample of W reached entities
+        keys = {_path_key(p): p for p in reached}
+        beam = [keys[k] for k in stable_sample(keys, run.width)]
+    run.record.extra.setdefault("stopped", "max_depth")
+    run.record.extra["depth"] = len(run.trace)
+    run.record.paths = run.evidence(explored)
+    run.answer_from_llm(run.answer_candidates(explored))
+    return run.record
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+
+MAX_SHOWN_PER_CHAIN = 10
+
+
+def _group(paths: Sequence[Path], key: Any) -> dict[Any, list[Path]]:
+    groups: dict[Any, list[Path]] = {}
+    for p in paths:
+        groups.setdefault(key(p), []).append(p)
+    return groups
+
+
+def _path_key(path: Path) -> str:
+    return "\t".join([path.topic, *(f"{s.relation}|{s.direction}|{s.tail}" for s in path.steps)])
+
+
+def _dedupe(items: list[tuple[Path, float]]) -> list[tuple[Path, float]]:
+    """One entry per distinct path (topic + steps), the best-scored one."""
+    best: dict[str, tuple[Path, float]] = {}
+    for path, score in items:
+        key = _path_key(path)
+        if key not in best or score > best[key][1]:
+            best[key] = (path, score)
+    return list(best.values())
+
+
+def _chain_text(run: _Run, path: Path) -> str:
+    parts = [run.label(path.topic)]
+    parts += [relation_text(run.kg, Relation(s.relation, s.direction)) for s in path.steps]
+    return " -> ".join(parts)
+
+
+def _chains_text(run: _Run, reached: Sequence[Path]) -> list[str]:
+    """One line per relation chain: topic -> relations -> the entities reached (capped)."""
+    lines = []
+    for group in _group(sorted(reached, key=lambda p: -p.score), lambda p: p.chain).values():
+        names = list(dict.fromkeys(run.label(p.end) for p in group))
+        shown = names[:MAX_SHOWN_PER_CHAIN]
+        more = f"; and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
+        lines.append(f"{_chain_text(run, group[0])} -> {'; '.join(shown)}{more}")
+    return lines
