@@ -101,6 +101,7 @@ def _pair(values: tuple[str, ...], sources: tuple[str, ...], option: str, defaul
 @click.option("--kg-keep", type=click.FloatRange(0.0, 1.0), default=1.0, show_default=True, help="Keep this seeded fraction of KG facts (incomplete-KG experiments).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --kg-keep.")
 @click.option("--dropped-as-docs", is_flag=True, help="Render facts dropped by --kg-keep as wiki documents about their head entity.")
+@click.option("--kg-as-docs", is_flag=True, help="Also render every KG fact as a sentence in a wiki document about its head entity (the corpus of `rag` on KG-only benchmarks).")
 @click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters.")
 @click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters.")
 @click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
@@ -118,6 +119,7 @@ def index_cmd(
     kg_keep: float,
     seed: int,
     dropped_as_docs: bool,
+    kg_as_docs: bool,
     chunk_size: int | None,
     chunk_overlap: int | None,
     embed_model: Path | None,
@@ -144,7 +146,7 @@ def index_cmd(
     kg_sources = [KgSource(p, f) for p, f in zip(kg, _pair(kg_format, tuple(map(str, kg)), "--kg-format", "auto"), strict=True)]
     doc_sources: list[Any] = []
     doc_options = None
-    if docs or dropped_as_docs or chunk_size or chunk_overlap or embed_model or faiss_kind:
+    if docs or dropped_as_docs or kg_as_docs or chunk_size or chunk_overlap or embed_model or faiss_kind:
         from dataclasses import replace
 
         from index.doc_stage import DocOptions, DocSource
@@ -163,6 +165,7 @@ def index_cmd(
         keep_fraction=kg_keep,
         seed=seed,
         dropped_as_docs=dropped_as_docs,
+        kg_as_docs=kg_as_docs,
     )
     report = run_guarded(
         build_index, out, kg_sources, doc_sources, kg_options, doc_options, replace_sources=replace_sources, rebuild=rebuild
@@ -522,6 +525,81 @@ def chat(llm_spec: str | None, schema_file: Path | None, system: str | None,
 # ask, batch, eval (methods)
 # --------------------------------------------------------------------------------------------
 # METHOD-COMMANDS
+
+# ---- batch + eval (batch runs and evaluation) ----
+
+
+@main.command("batch")
+@click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
+@click.option("--questions", required=True, type=click.Path(path_type=Path),
+              help="Question file: MetaQA qa_*.txt, PathQuestion PQ-*.txt, ToG / ToG-2 / HydraRAG JSON, or JSONL.")
+@click.option("--methods", required=True, help="Comma-separated methods, e.g. io,cot,tog.")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
+              help="Run folder: <method>.jsonl per method and run.json. Rerun the same command to resume.")
+@click.option("--llm", "llm", default=None, metavar="NAME_OR_PATH_OR_URL",
+              help="Registry model name, .gguf path or http(s)://host:port/v1 server (default model if omitted).")
+@click.option("--format", "fmt", type=click.Choice(["auto", "metaqa", "pathquestion", "json", "jsonl"]),
+              default="auto", show_default=True, help="Question file format.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N (selected) questions.")
+@click.option("--sample", type=click.IntRange(1), default=None, help="A seeded random sample of N questions (kept in file order).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
+@click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
+              help="Worker processes, each with its own model; the parent writes the records.")
+@click.option("--set", "settings", multiple=True, metavar="[METHOD.]KEY=VALUE",
+              help="Override a method config value (JSON value), e.g. --set tog.depth=2. Repeatable.")
+@click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
+@click.option("--retry-errors", is_flag=True, help="Drop records that ended in an error and answer those questions again.")
+@click.option("--force-config", is_flag=True, help="Resume even though questions, index, model or a config changed (recorded in run.json).")
+def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | None, fmt: str,
+              limit: int | None, sample: int | None, seed: int, workers: int, settings: tuple[str, ...],
+              no_cache: bool, retry_errors: bool, force_config: bool) -> None:
+    """Answer every question of a file with each method; resumable at any moment.
+
+    Each record is appended and synced as soon as it exists, so a killed run (even kill -9)
+    continues where it stopped when the same command runs again: every question ends with
+    exactly one record per method. A failing question records its error and the batch goes on.
+
+    \b
+    Example:
+      python cli.py batch --index data/indexes/metaqa --methods io,tog \\
+          --questions ../shared/data/metaqa/questions/2-hop/qa_dev.txt --sample 200 --out data/runs/m2
+      python cli.py eval data/runs/m2
+    """
+    import sys
+
+    from engine.batch import BatchOptions, run_batch
+
+    options = BatchOptions(
+        index=index, questions=questions, methods=[m for m in methods.split(",") if m.strip()], out=out,
+        llm=llm, fmt=fmt, limit=limit, sample=sample, seed=seed, workers=workers, settings=list(settings),
+        cache=not no_cache, force_config=force_config, retry_errors=retry_errors, command=list(sys.argv),
+    )
+    try:
+        report = run_guarded(run_batch, options)
+    except KeyboardInterrupt:
+        fail(f"interrupted; rerun the same command to resume {out}")
+    per_method = ", ".join(f"{m} {v['ran']} ({v['errors']} errors)" for m, v in report.per_method.items())
+    click.echo(f"{out}: {report.questions} questions x {len(report.methods)} methods: {report.ran} answered now "
+               f"({per_method}), {report.already_done} already done, in {report.seconds:.1f}s")
+    click.echo(f"  score it: python cli.py eval {out}")
+
+
+@main.command("eval")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the full evaluation as JSON instead of a Markdown table.")
+def eval_cmd(run_dir: Path, as_json: bool) -> None:
+    """Score a batch run: Hits@1, EM, F1, paper EM, LLM cost, path overlap, answer sources.
+
+    Reads RUN_DIR/<method>.jsonl and run.json, prints a Markdown table (or JSON) and writes
+    RUN_DIR/eval.json. Missing, extra and duplicate records are reported.
+    """
+    from engine.evaluate import evaluate_run, format_markdown
+
+    summary = run_guarded(evaluate_run, run_dir)
+    if as_json:
+        emit_json(summary)
+    else:
+        click.echo(format_markdown(summary))
 
 
 if __name__ == "__main__":

@@ -402,7 +402,6 @@ def finish_record(record: AnswerRecord, question: Question, method: str, config:
 def _worker(backend_name: str, index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
             tasks: Any, results: Any, parent_pid: int) -> None:
     """A spawned worker: opens its own context, answers tasks until the sentinel or parent death."""
-    os.environ[TEST_METHODS_ENV] = backend_name if backend_name != DEFAULT_BACKEND else os.environ.get(TEST_METHODS_ENV, "")
     try:
         backend = importlib.import_module(backend_name)
         ctx = backend.open_context(Path(index), llm, cache=cache)

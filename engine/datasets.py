@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,7 @@ def metaqa_relations(qtype: str) -> list[str]:
     [directed_by, directed_by, has_genre] (direction is not kept)."""
     kinds = qtype.strip().split("_to_")
     relations = []
-    for a, b in zip(kinds, kinds[1:], strict=False):
+    for a, b in pairwise(kinds):
         other = b if a == "movie" else a
         relation = _METAQA_RELATION.get(other)
         if relation is None:

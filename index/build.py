@@ -85,7 +85,7 @@ def build_index(
         doc_entries = _merge(recorded_docs, [_doc_entry(s) for s in doc_sources])
         if not kg_entries and not doc_entries:
             raise InputError("nothing to index: give at least one --kg or --docs source")
-        if doc_options is None and (doc_entries or kg_options.dropped_as_docs):
+        if doc_options is None and (doc_entries or kg_options.dropped_as_docs or kg_options.kg_as_docs):
             from index.doc_stage import DocOptions  # documents stage, imported lazily (heavy deps)
 
             doc_options = DocOptions()
@@ -175,7 +175,8 @@ def _stage_fingerprints(
         ]
 
     kg_fp = stable_hash([content(kg_entries), asdict(kg_options)]) if kg_entries else None
-    has_docs = bool(doc_entries) or (kg_entries and kg_options.dropped_as_docs and kg_options.keep_fraction < 1.0)
+    derived = kg_options.kg_as_docs or (kg_options.dropped_as_docs and kg_options.keep_fraction < 1.0)
+    has_docs = bool(doc_entries) or bool(kg_entries and derived)
     options = asdict(doc_options) if doc_options is not None else {}
     chunking = {k: v for k, v in options.items() if k not in ("embed_model", "faiss_kind", "batch_size")}
     docs_fp = stable_hash([content(doc_entries), chunking, kg_fp]) if has_docs else None

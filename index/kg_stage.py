@@ -10,6 +10,7 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,9 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
         counts["kg_keep"] = {"fraction": options.keep_fraction, "seed": options.seed, "dropped": len(dropped)}
         if options.dropped_as_docs:
             counts["kg_keep"]["dropped_documents"] = _write_dropped_docs(store, dropped, paths.dropped_docs)
+    if options.kg_as_docs:
+        facts = ((q, isinstance(q.object, ox.Literal)) for q in store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
+        counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix="kgdoc", append=True)
     del store
     return counts
 
@@ -260,8 +264,10 @@ def _write_entities(store: ox.Store, path: Path, terms: Counter[Any]) -> int:
     return len(ids)
 
 
-def _write_dropped_docs(store: ox.Store, dropped: list[tuple[ox.Quad, bool]], path: Path) -> int:
-    """Render each dropped triple as a sentence in a short document about its head entity."""
+def _write_dropped_docs(
+    store: ox.Store, dropped: Iterable[tuple[ox.Quad, bool]], path: Path, prefix: str = "dropped", append: bool = False
+) -> int:
+    """Render each triple as a sentence in a short document about its head entity."""
     label_of: dict[str, str] = {}
 
     def label(term: Any) -> str:
@@ -276,8 +282,8 @@ def _write_dropped_docs(store: ox.Store, dropped: list[tuple[ox.Quad, bool]], pa
         tail = quad.object.value if is_literal else label(quad.object)
         sentence = f"{label(quad.subject)} {readable_relation(quad.predicate.value)} {tail}."
         by_head[_term_id(quad.subject)].append(sentence)
-    with path.open("w", encoding="utf-8") as fh:
+    with path.open("a" if append else "w", encoding="utf-8") as fh:
         for n, (head, sentences) in enumerate(sorted(by_head.items())):
-            doc = {"id": f"dropped-{n:07d}", "title": label_of.get(head, head), "text": " ".join(sentences), "entity": head}
+            doc = {"id": f"{prefix}-{n:07d}", "title": label_of.get(head, head), "text": " ".join(sentences), "entity": head}
             fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
     return len(by_head)

@@ -52,5 +52,5 @@ class IndexPaths:
 
     @property
     def dropped_docs(self) -> Path:
-        """Documents rendered from KG triples dropped by --kg-keep (JSONL, docs format)."""
+        """Documents rendered from KG facts (dropped by --kg-keep, or all with --kg-as-docs), JSONL."""
         return self.root / "dropped_docs.jsonl"

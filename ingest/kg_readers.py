@@ -28,6 +28,9 @@ class KgOptions:
     keep_fraction: float = 1.0
     seed: int = 0
     dropped_as_docs: bool = False
+    # Render every fact as a sentence in a document about its head entity (a text-only view of
+    # the KG: the corpus of the `rag` baseline on KG-only benchmarks such as MetaQA).
+    kg_as_docs: bool = False
 
 
 def _base_suffix(path: Path) -> str:

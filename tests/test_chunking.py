@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -43,14 +44,14 @@ def test_chunks_are_whole_sentences_within_size(size: int, overlap: int) -> None
         assert all(s in sentences for s in inner), inner
         covered.update(range(chunk.start, chunk.end))
     assert all(i in covered for i, ch in enumerate(TEXT) if not ch.isspace())
-    for previous, current in zip(chunks, chunks[1:], strict=False):
+    for previous, current in itertools.pairwise(chunks):
         assert current.start > previous.start
         assert previous.end - current.start <= max(overlap, 0) or current.start >= previous.end
 
 
 def test_overlap_repeats_trailing_sentences() -> None:
     chunks = chunk_spans(TEXT, 100, 40)
-    overlapping = [(a, b) for a, b in zip(chunks, chunks[1:], strict=False) if b.start < a.end]
+    overlapping = [(a, b) for a, b in itertools.pairwise(chunks) if b.start < a.end]
     assert overlapping, "some consecutive chunks should share a trailing sentence"
     for a, b in overlapping:
         assert TEXT[b.start:a.end] in TEXT[a.start:a.end]

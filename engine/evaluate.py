@@ -1,0 +1,285 @@
+"""Scoring a batch run: `RUN_DIR/<method>.jsonl` (+ `run.json`) -> metrics per method.
+
+Per method:
+- answer quality over the records that have gold answers: Hits@1, EM (answer-set exact match),
+  F1 over answer sets, and paper EM (ToG's lenient substring match); definitions in
+  `engine/answer_match.py`. Scores are recomputed from each record's predictions, not taken
+  from the `correct` field the batch stored.
+- cost: mean LLM calls, prompt / cached / completion tokens and seconds per question, and the
+  share of calls answered from the response cache.
+- path overlap where the questions have gold relation paths (MetaQA, PathQuestion, CWQ,
+  GrailQA, QALD): |Rel(explored) ∩ Rel(gold)| / |Rel(gold)| over unduplicated relations, as
+  defined in ToG (App. E, "overlap ratio") and HydraRAG (App. B.3). Explored relations are the
+  relation ids (and relation labels) of the record's KG evidence paths. Like the papers, the
+  headline figure averages over correctly answered questions (Hits@1); the mean over all
+  questions with a gold path and the papers' distribution buckets are reported too.
+- where the answers came from (`answer_source`: kg / doc / llm / none).
+
+Missing records (a question of run.json without a record), records for ids not in the run,
+duplicates and unreadable lines are counted and listed, never hidden.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.answer_match import (
+    answer_groups,
+    exact_match,
+    hits_at_1,
+    paper_em,
+    path_overlap,
+    prediction_list,
+    set_scores,
+)
+from engine.batch import RUN_FILE, read_records, read_run
+from ingest.errors import InputError
+
+EVAL_FILE = "eval.json"
+SOURCES = ("kg", "doc", "llm", "none")
+# The buckets of ToG's Figures 10-11 / HydraRAG's Figure 9 (percent of gold relations found).
+OVERLAP_BUCKETS = ("0", "(0,25]", "(25,50]", "(50,75]", "(75,100)", "100")
+
+
+@dataclass
+class MethodScores:
+    """One method's numbers. Rates are fractions in [0, 1]; means are per question."""
+
+    method: str
+    records: int = 0  # distinct question ids with a record (in the run's selection)
+    expected: int | None = None
+    missing: int = 0
+    extra: int = 0
+    duplicates: int = 0
+    errors: int = 0
+    scored: int = 0  # records with gold answers: the denominator of the answer metrics
+    hits1: float | None = None
+    em: float | None = None
+    f1: float | None = None
+    paper_em: float | None = None
+    llm_calls: float = 0.0
+    prompt_tokens: float = 0.0
+    cached_tokens: float = 0.0
+    completion_tokens: float = 0.0
+    seconds: float = 0.0
+    cache_hit_rate: float | None = None
+    answer_source: dict[str, float] = field(default_factory=dict)
+    path_overlap: dict[str, Any] | None = None
+    config_hashes: list[str] = field(default_factory=list)
+    missing_ids: list[str] = field(default_factory=list)  # first few, for the report
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _bucket(ratio: float) -> str:
+    percent = ratio * 100
+    if percent <= 0:
+        return "0"
+    if percent >= 100:
+        return "100"
+    if percent <= 25:
+        return "(0,25]"
+    if percent <= 50:
+        return "(25,50]"
+    if percent <= 75:
+        return "(50,75]"
+    return "(75,100)"
+
+
+def explored_relations(record: dict[str, Any]) -> list[str]:
+    """Relation ids and labels along a record's KG evidence paths."""
+    found: list[str] = []
+    for path in record.get("paths") or []:
+        if not isinstance(path, dict) or path.get("source", "kg") != "kg":
+            continue
+        found.extend(str(r) for r in path.get("relation_ids") or [])
+        found.extend(str(t[1]) for t in path.get("triples") or [] if isinstance(t, list | tuple) and len(t) == 3)
+    return found
+
+
+def _gold(record: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
+    gold = (record.get("extra") or {}).get("gold") or {}
+    groups = answer_groups([str(a) for a in record.get("answers") or []], gold.get("answer_groups"))
+    return groups, [str(r) for r in gold.get("relations") or []]
+
+
+def score_method(method: str, records: list[dict[str, Any]], expected: list[str] | None,
+                 problems: Iterable[str] = ()) -> MethodScores:
+    """All numbers of one method from its records (`expected`: the run's question ids)."""
+    scores = MethodScores(method=method, problems=list(problems))
+    seen: dict[str, dict[str, Any]] = {}
+    for record in records:
+        rid = str(record["id"])
+        if rid in seen:
+            scores.duplicates += 1
+            continue
+        seen[rid] = record
+    if expected is not None:
+        wanted = set(expected)
+        scores.expected = len(expected)
+        missing = [i for i in expected if i not in seen]
+        scores.missing, scores.missing_ids = len(missing), missing[:10]
+        extra = [i for i in seen if i not in wanted]
+        scores.extra = len(extra)
+        for rid in extra:
+            del seen[rid]
+    if scores.duplicates:
+        scores.problems.append(f"{scores.duplicates} duplicate records (the first of each id is scored)")
+    if scores.extra:
+        scores.problems.append(f"{scores.extra} records for ids outside the run's question selection (not scored)")
+    kept = list(seen.values())
+    scores.records = len(kept)
+    if not kept:
+        return scores
+
+    hits, ems, f1s, papers = [], [], [], []
+    overlap_all, overlap_correct = [], []
+    calls = prompt = cached = completion = cache_hits = 0
+    seconds = 0.0
+    sources: Counter[str] = Counter()
+    hashes: Counter[str] = Counter()
+    for record in kept:
+        scores.errors += bool(record.get("error"))
+        sources[str(record.get("answer_source") or "none")] += 1
+        hashes[str(record.get("config_hash") or "")] += 1
+        for call in record.get("llm_calls") or []:
+            calls += 1
+            prompt += int(call.get("prompt_tokens") or 0)
+            cached += int(call.get("cached_tokens") or 0)
+            completion += int(call.get("completion_tokens") or 0)
+            cache_hits += bool(call.get("cache_hit"))
+        seconds += float(record.get("seconds") or 0.0)
+        groups, gold_relations = _gold(record)
+        if not groups:
+            continue
+        ranked = prediction_list(str(record.get("prediction") or ""), record.get("predictions"))
+        hit = hits_at_1(ranked, groups)
+        hits.append(float(hit))
+        ems.append(float(exact_match(ranked, groups)))
+        f1s.append(set_scores(ranked, groups)[2])
+        papers.append(float(paper_em(ranked[0] if ranked else "", [n for g in groups for n in g])))
+        ratio = path_overlap(explored_relations(record), gold_relations) if gold_relations else None
+        if ratio is not None:
+            overlap_all.append(ratio)
+            if hit:
+                overlap_correct.append(ratio)
+
+    n = len(kept)
+    scores.scored = len(hits)
+    scores.hits1, scores.em, scores.f1, scores.paper_em = _mean(hits), _mean(ems), _mean(f1s), _mean(papers)
+    scores.llm_calls, scores.prompt_tokens = calls / n, prompt / n
+    scores.cached_tokens, scores.completion_tokens, scores.seconds = cached / n, completion / n, seconds / n
+    scores.cache_hit_rate = cache_hits / calls if calls else None
+    scores.answer_source = {s: sources.get(s, 0) / n for s in SOURCES}
+    for other in sorted(set(sources) - set(SOURCES)):
+        scores.answer_source[other] = sources[other] / n
+    scores.config_hashes = [h for h, _ in hashes.most_common() if h]
+    if len(scores.config_hashes) > 1:
+        scores.problems.append(f"records come from {len(scores.config_hashes)} different configs")
+    if overlap_all:
+        buckets = Counter(_bucket(r) for r in overlap_correct)
+        scores.path_overlap = {
+            "with_gold_path": len(overlap_all),
+            "mean_all": _mean(overlap_all),
+            "correct": len(overlap_correct),
+            "mean_correct": _mean(overlap_correct),
+            "buckets_correct": {b: (buckets.get(b, 0) / len(overlap_correct) if overlap_correct else 0.0) for b in OVERLAP_BUCKETS},
+        }
+    return scores
+
+
+def evaluate_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
+    """Score every `<method>.jsonl` in a run folder; writes `eval.json` there unless `write=False`."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise InputError(f"{run_dir}: no such run folder")
+    run = read_run(run_dir)
+    files = sorted(p for p in run_dir.glob("*.jsonl") if p.is_file())
+    listed = list((run or {}).get("methods", {}))
+    methods = list(dict.fromkeys([*(m for m in listed if (run_dir / f"{m}.jsonl").exists()), *(p.stem for p in files)]))
+    if not methods:
+        raise InputError(f"{run_dir}: no record files (<method>.jsonl) to evaluate")
+    problems: list[str] = []
+    if run is None:
+        problems.append(f"no {RUN_FILE}: the expected question set is unknown, so missing records cannot be counted")
+    for method in listed:
+        if method not in methods:
+            problems.append(f"{method}: listed in {RUN_FILE} but has no record file")
+    expected = (run or {}).get("questions", {}).get("ids")
+    results = {}
+    for method in methods:
+        records, file_problems = read_records(run_dir / f"{method}.jsonl")
+        results[method] = score_method(method, records, expected, file_problems).to_dict()
+    summary = {
+        "run_dir": str(run_dir),
+        "questions": {k: v for k, v in (run or {}).get("questions", {}).items() if k != "ids"},
+        "index": (run or {}).get("index"),
+        "model": (run or {}).get("model"),
+        "status": (run or {}).get("status"),
+        "methods": results,
+        "problems": problems,
+    }
+    if write:
+        tmp = run_dir / (EVAL_FILE + ".tmp")
+        tmp.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
+        tmp.replace(run_dir / EVAL_FILE)
+    return summary
+
+
+# ---- Markdown --------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _num(value: float, digits: int = 1) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def format_markdown(summary: dict[str, Any]) -> str:
+    """The evaluation as a Markdown table (rates in percent), with notes below it."""
+    questions = summary.get("questions") or {}
+    title = Path(questions["path"]).name if questions.get("path") else summary["run_dir"]
+    lines = [f"### {title}: {questions.get('count', '?')} questions ({summary['run_dir']})", ""]
+    header = ["method", "n", "missing", "errors", "Hits@1", "EM", "F1", "paper EM", "LLM calls/q",
+              "prompt tok/q", "compl. tok/q", "s/q", "path overlap", "KG / doc / LLM %"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
+    notes: list[str] = []
+    for method, s in summary["methods"].items():
+        overlap = s.get("path_overlap")
+        overlap_text = "–" if not overlap else f"{_pct(overlap['mean_correct'])} ({overlap['correct']})"
+        sources = s.get("answer_source") or {}
+        source_text = " / ".join(_pct(sources.get(k, 0.0)) for k in ("kg", "doc", "llm")) if sources else "–"
+        missing = "?" if s.get("expected") is None else str(s["missing"])
+        row = [method, str(s["scored"]), missing, str(s["errors"]), _pct(s["hits1"]), _pct(s["em"]), _pct(s["f1"]),
+               _pct(s["paper_em"]), _num(s["llm_calls"]), _num(s["prompt_tokens"], 0), _num(s["completion_tokens"], 0),
+               _num(s["seconds"], 2), overlap_text, source_text]
+        lines.append("| " + " | ".join(row) + " |")
+        if s["records"] - s["scored"]:
+            notes.append(f"{method}: {s['records'] - s['scored']} records have no gold answer (not scored)")
+        if s["missing"]:
+            notes.append(f"{method}: {s['missing']} questions have no record yet (e.g. {', '.join(s['missing_ids'][:3])})")
+        notes.extend(f"{method}: {p}" for p in s.get("problems", []))
+    notes.extend(summary.get("problems", []))
+    lines += [
+        "",
+        "n: scored records. Hits@1: best prediction = a gold answer (normalised, aliases). EM: predicted set = gold "
+        "set. F1: over answer sets. paper EM: ToG's lower-case substring match. Path overlap: mean share of gold "
+        "relations explored, over correctly answered questions (their count).",
+    ]
+    if notes:
+        lines += ["", *(f"- {n}" for n in notes)]
+    return "\n".join(lines)
