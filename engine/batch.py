@@ -152,6 +152,13 @@ def method_configs(backend: ModuleType, methods: list[str], settings: list[str])
             raise InputError(f"--set {setting!r}: no such config key; known keys: {', '.join(options)}")
         for m in targets:
             configs[m][key] = value
+    resolve = getattr(backend, "resolve_config", None)
+    if callable(resolve):  # the backend's own checks (value types, ranges), before any question
+        for m in methods:
+            try:
+                configs[m] = dict(resolve(m, configs[m]))
+            except ValueError as exc:
+                raise InputError(f"--set: {exc}") from None
     return configs
 
 

@@ -6,6 +6,7 @@ Vectors are L2-normalised float32, so inner product is cosine similarity.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -123,17 +124,7 @@ class SentenceTransformerEmbedder:
     def model(self) -> Any:
         """The loaded SentenceTransformer (loaded on first use; imports torch)."""
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()  # our own progress bars report the work
-
-            try:
-                self._model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
-            except Exception as exc:  # corrupt or incomplete folder: say which one
-                raise ModelError(f"{self.path}: cannot load the embedding model ({exc})") from exc
+            self._model = _load(str(self.path.resolve()), self.device)
         return self._model
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
@@ -148,6 +139,21 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, device: str) -> Any:
+    """Load a model once per process (builds, linking and search share it)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own progress bars report the work
+    try:
+        return SentenceTransformer(path, device=device, local_files_only=True)
+    except Exception as exc:  # corrupt or incomplete folder: say which one
+        raise ModelError(f"{path}: cannot load the embedding model ({exc})") from exc
 
 
 def _config_dim(path: Path) -> int | None:

@@ -159,7 +159,7 @@ def _new_index(kind: str, dim: int, count: int) -> tuple[Any, dict[str, Any]]:
     # IVF-PQ: ~4 sqrt(n) lists (each trained on >= 39 points), 8-dimensional sub-quantisers.
     nlist = max(1, min(int(4 * math.sqrt(count)), count // 39))
     m = next(m for m in range(max(1, dim // 8), 0, -1) if dim % m == 0)
-    nbits = max(1, min(8, int(math.log2(max(2, count // 39)))))
+    nbits = max(4, min(8, int(math.log2(max(2, count // 39)))))  # < 8 only for tiny, forced ivfpq
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFPQ(quantizer, dim, nlist, m, nbits, faiss.METRIC_INNER_PRODUCT)
     nprobe = min(nlist, 16)

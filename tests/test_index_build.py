@@ -123,3 +123,17 @@ def test_dropped_triples_are_rendered_as_documents(tmp_path: Path, shared_data: 
     sentences = sum(doc["text"].count(".") for doc in docs)
     assert sentences >= counts["kg_keep"]["dropped"]
     assert all(doc["entity"].startswith("https://localkg.example/entity/") for doc in docs)
+
+
+def test_kg_as_docs_renders_every_fact(tmp_path: Path) -> None:
+    from index.kg_stage import build_kg
+    from ingest.rejects import RejectLog
+
+    kb = tmp_path / "kb.tsv"
+    kb.write_text(KB, encoding="utf-8")
+    paths = IndexPaths(tmp_path)
+    counts = build_kg(paths, [KgSource(kb, "tsv")], KgOptions(kg_as_docs=True), RejectLog(tmp_path / "r.jsonl"))
+    docs = {json.loads(line)["title"]: json.loads(line) for line in paths.dropped_docs.read_text(encoding="utf-8").splitlines()}
+    assert counts["kg_documents"] == 3  # heads a, b, c
+    assert docs["a"]["text"] == "a r b."
+    assert docs["c"]["text"] == "c s d."

@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.kg import stable_sample
 from engine.methods import prompts
-from engine.methods.common import ask
+from engine.methods.common import ask, timed
 from engine.record import AnswerRecord
 
 if TYPE_CHECKING:
@@ -108,8 +108,6 @@ class Pruner:
         return [(unique[i], w) for i, w in zip(order, weights, strict=True)]
 
     def _scores(self, texts: list[str], stage: str) -> list[float]:
-        from engine.methods.common import timed
-
         with timed(self.record, stage):
             if self.tool == "bm25":
                 return bm25_scores(self.question, texts)

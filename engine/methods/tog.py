@@ -282,9 +282,8 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
             run.record.extra["stopped"] = "dead_end"
             break
         explored = beam
-        with timed(run.record, "reasoning"):
-            answer = run.reason(prompts.REASONING_SYSTEM,
-                                prompts.reasoning_user(run.text, run.triples_text(beam)))
+        answer = run.reason(prompts.REASONING_SYSTEM,
+                            prompts.reasoning_user(run.text, run.triples_text(beam)))
         step_trace["sufficient"] = answer is not None
         if answer is not None:
             run.record.paths = run.evidence(beam)
@@ -347,9 +346,8 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
             run.record.extra["stopped"] = "dead_end"
             break
         explored = reached
-        with timed(run.record, "reasoning"):
-            answer = run.reason(prompts.CHAIN_REASONING_SYSTEM,
-                                prompts.chain_reasoning_user(run.text, _chains_text(run, reached)))
+        answer = run.reason(prompts.CHAIN_REASONING_SYSTEM,
+                            prompts.chain_reasoning_user(run.text, _chains_text(run, reached)))
         step_trace["sufficient"] = answer is not None
         if answer is not None:
             run.record.paths = run.evidence(reached)
