@@ -399,7 +399,9 @@ def docs_chunks_cmd(index: Path, entity: str, limit: int | None, as_json: bool) 
     """The chunks of the documents linked to an entity."""
     _, entity_id = _resolve_entity(index, entity)
     records = run_guarded(_document_store(index).chunks_of, entity_id, limit)
-    _print_hits([{**r.__dict__, "score": 1.0} for r in records], as_json)
+    from dataclasses import asdict
+
+    _print_hits([asdict(r) | {"score": 1.0} for r in records], as_json)
 
 
 @main.command("link")

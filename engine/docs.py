@@ -219,7 +219,7 @@ class DocumentStore:
     @cached_property
     def _chunk_vectors(self) -> np.ndarray:
         self._require_vectors()
-        return np.load(self.paths.vectors / "chunks.f16.npy", mmap_mode="r")
+        return np.load(self.paths.embeddings / "chunks.f16.npy", mmap_mode="r")
 
     @cached_property
     def _bm25(self) -> Any:

@@ -260,7 +260,8 @@ def format_markdown(summary: dict[str, Any]) -> str:
     notes: list[str] = []
     for method, s in summary["methods"].items():
         overlap = s.get("path_overlap")
-        overlap_text = "–" if not overlap else f"{_pct(overlap['mean_correct'])} ({overlap['correct']})"
+        overlap_text = "–" if not overlap else (
+            f"{_pct(overlap['mean_correct'])} ({overlap['correct']}); all {_pct(overlap['mean_all'])}")
         sources = s.get("answer_source") or {}
         source_text = " / ".join(_pct(sources.get(k, 0.0)) for k in ("kg", "doc", "llm")) if sources else "–"
         missing = "?" if s.get("expected") is None else str(s["missing"])
@@ -278,7 +279,7 @@ def format_markdown(summary: dict[str, Any]) -> str:
         "",
         "n: scored records. Hits@1: best prediction = a gold answer (normalised, aliases). EM: predicted set = gold "
         "set. F1: over answer sets. paper EM: ToG's lower-case substring match. Path overlap: mean share of gold "
-        "relations explored, over correctly answered questions (their count).",
+        "relations explored, over correctly answered questions (their count), then over all with a gold path.",
     ]
     if notes:
         lines += ["", *(f"- {n}" for n in notes)]

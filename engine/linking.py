@@ -26,6 +26,7 @@ from engine.embedder import Embedder
 from engine.entities import EntityTable
 from index.paths import IndexPaths
 from ingest.errors import IndexError_
+from ingest.terms import expand_entity_id
 
 # How much a kind of name match is worth.
 MATCH_WEIGHT = {"id": 1.0, "exact": 1.0, "alias": 0.95, "normalised": 0.85}
@@ -176,8 +177,6 @@ class EntityLinker:
                 result.append(LinkCandidate(name, entity, self.table.label(entity), MATCH_WEIGHT[how],
                                             f"given topic entity {given} not in KG; its name: {how} match"))
             else:
-                from ingest.terms import expand_entity_id
-
                 result.append(LinkCandidate(name or given, expand_entity_id(given), name or given, 0.5,
                                             "given topic entity, not in the KG"))
         return result

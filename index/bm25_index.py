@@ -64,7 +64,7 @@ class BM25Index:
 
     def search(self, text: str, k: int, row_range: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Rows and BM25 scores of the best `k` chunks (within `row_range` [start, end) if given)."""
-        tokens = [t for t in self._tokenizer.tokenize([text], update_vocab=False, return_as="ids", show_progress=False)[0]]
+        tokens = list(self._tokenizer.tokenize([text], update_vocab=False, return_as="ids", show_progress=False)[0])
         start, end = row_range if row_range is not None else (0, self.count)
         k = min(k, end - start)
         if not tokens or k <= 0:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -28,6 +29,8 @@ from index.chunking import chunk_spans
 from index.paths import IndexPaths
 from index.vectors import (
     FAISS_KINDS,
+    PreviousVectors,
+    ShardStats,
     embed_in_shards,
     write_ids,
     write_index,
@@ -152,8 +155,9 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
                 collections[source.collection] += 1
                 if entity is not None:
                     counts["linked_documents"] += 1
-                    reasons[reason or "given"] += 1
                     doc_ids_of[entity].append(doc.id)
+                if reason is not None:
+                    reasons[reason] += 1
                 if len(chunk_rows) >= CHUNK_ROW_GROUP:
                     chunk_writer.write_table(pa.Table.from_pylist(chunk_rows, CHUNK_SCHEMA))
                     doc_writer.write_table(pa.Table.from_pylist(doc_rows, DOC_SCHEMA))
@@ -229,12 +233,13 @@ class TitleLinker:
         return cls(read_entity_table(paths.entities))
 
     def link(self, doc: Document, collection: str) -> tuple[str | None, str | None]:
-        """(entity id, reason) with reason in given|sitelink|exact|alias|normalised, or (None, None)."""
+        """(entity id, reason) with reason in given|sitelink|exact|alias|normalised; (None, None)
+        when nothing matches, (None, "given entity not in the KG") for an unknown pre-link."""
         if doc.entity:
             if self.table is None:
                 return expand_entity_id(doc.entity), "given"
             resolved = self.table.resolve(doc.entity)
-            return (resolved, "given") if resolved else (None, None)
+            return (resolved, "given") if resolved else (None, "given entity not in the KG")
         if self.table is None or not doc.linkable or not doc.title.strip() or collection == "web":
             return None, None
         if doc.title not in self._cache:
@@ -343,42 +348,38 @@ def _write_doc_ids(entities: Path, doc_ids_of: dict[str, list[str]]) -> None:
 
 
 def build_vectors(paths: IndexPaths, options: DocOptions, cache_dir: Path) -> dict[str, object]:
-    """Embed chunks (and entity labels) and write vectors/; resumable through shards in
-    `cache_dir`. Returns {model, dim, model_fingerprint, ...} for the manifest."""
+    """Embed chunks (and entity labels) and write vectors/ and embeddings/; resumable through
+    shards in `cache_dir`, and only texts the previous build did not embed are embedded.
+    Returns {model, dim, model_fingerprint, ...} for the manifest."""
     from engine.embedder import SentenceTransformerEmbedder
 
     if not paths.chunks.exists():
         raise InputError(f"{paths.root}: no chunks to embed (the documents stage has not run)")
     embedder = SentenceTransformerEmbedder(options.embed_model, batch_size=options.batch_size)
-    tmp = paths.vectors.with_name(paths.vectors.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    count = pq.ParquetFile(paths.chunks).metadata.num_rows
-    shards, chunk_stats = embed_in_shards(
-        "chunks", lambda: chunk_texts(paths.chunks), count, embedder, cache_dir, options.shard_size
-    )
+    vectors_tmp, store_tmp = _fresh_dir(paths.vectors), _fresh_dir(paths.embeddings)
     meta: dict[str, Any] = {
         "model": embedder.name,
         "model_path": str(embedder.path),
         "dim": embedder.dim,
         "model_fingerprint": embedder.fingerprint,
         "metric": "inner_product",
-        "chunks": write_index("chunks", shards, embedder.dim, tmp, options.faiss_kind),
     }
+    count = pq.ParquetFile(paths.chunks).metadata.num_rows
     chunk_ids = pq.read_table(paths.chunks, columns=["chunk_id"]).column(0).to_pylist()
-    write_ids(tmp / "chunks.ids.parquet", {"chunk_id": pa.array(chunk_ids, pa.string())})
-    entity_stats = None
+    stats = [
+        _embed_kind("chunks", lambda: chunk_texts(paths.chunks), count, {"chunk_id": chunk_ids},
+                    embedder, paths, options, cache_dir, vectors_tmp, store_tmp, meta)
+    ]
     if options.entity_vectors and paths.entities.exists():
         entity_ids, names = entity_names(paths.entities)
         if names:
-            shards, entity_stats = embed_in_shards(
-                "entities", lambda: iter([names]), len(names), embedder, cache_dir, options.shard_size
-            )
-            meta["entities"] = write_index("entities", shards, embedder.dim, tmp, options.faiss_kind)
-            write_ids(tmp / "entities.ids.parquet", {"entity": pa.array(entity_ids, pa.string()), "name": pa.array(names, pa.string())})
-    write_meta(tmp, meta)
-    shutil.rmtree(paths.vectors, ignore_errors=True)
-    os.replace(tmp, paths.vectors)
+            stats.append(_embed_kind("entities", lambda: iter([names]), len(names), {"entity": entity_ids, "name": names},
+                                     embedder, paths, options, cache_dir, vectors_tmp, store_tmp, meta))
+    write_meta(vectors_tmp, meta)
+    write_meta(store_tmp, {k: meta[k] for k in ("model", "dim", "model_fingerprint")})
+    for tmp, final in ((vectors_tmp, paths.vectors), (store_tmp, paths.embeddings)):
+        shutil.rmtree(final, ignore_errors=True)  # in a build's temp copy: unlinks, never edits
+        os.replace(tmp, final)
     return {
         "model": meta["model"],
         "dim": meta["dim"],
@@ -387,9 +388,41 @@ def build_vectors(paths: IndexPaths, options: DocOptions, cache_dir: Path) -> di
         "chunk_index": meta["chunks"]["kind"],
         "entity_vectors": meta.get("entities", {}).get("count", 0),
         "entity_index": meta.get("entities", {}).get("kind"),
-        "shards_computed": chunk_stats.computed + (entity_stats.computed if entity_stats else 0),
-        "shards_reused": chunk_stats.reused + (entity_stats.reused if entity_stats else 0),
+        "shards_computed": sum(s.computed for s in stats),
+        "shards_reused": sum(s.reused for s in stats),
+        "vectors_computed": sum(s.vectors_computed for s in stats),
+        "vectors_from_previous_build": sum(s.vectors_from_previous for s in stats),
     }
+
+
+def _fresh_dir(final: Path) -> Path:
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def _embed_kind(
+    kind: str,
+    read_texts: Callable[[], Iterator[list[str]]],
+    count: int,
+    ids: dict[str, list[str]],
+    embedder: Any,
+    paths: IndexPaths,
+    options: DocOptions,
+    cache_dir: Path,
+    vectors_dir: Path,
+    store_dir: Path,
+    meta: dict[str, Any],
+) -> ShardStats:
+    """Embed one kind (chunks or entity names), write its FAISS index, ids, vectors and keys."""
+    previous = PreviousVectors.open(paths.embeddings, kind, embedder.fingerprint, embedder.dim)
+    shards, keys, stats = embed_in_shards(kind, read_texts, count, embedder, cache_dir, options.shard_size, previous)
+    del previous  # release the memory map of the previous build's vectors
+    meta[kind] = write_index(kind, shards, embedder.dim, vectors_dir, options.faiss_kind, store_dir=store_dir)
+    write_ids(vectors_dir / f"{kind}.ids.parquet", {name: pa.array(values, pa.string()) for name, values in ids.items()})
+    np.save(store_dir / f"{kind}.keys.npy", keys)
+    return stats
 
 
 def entity_names(entities: Path) -> tuple[list[str], list[str]]:

@@ -54,3 +54,9 @@ class IndexPaths:
     def dropped_docs(self) -> Path:
         """Documents rendered from KG facts (dropped by --kg-keep, or all with --kg-as-docs), JSONL."""
         return self.root / "dropped_docs.jsonl"
+
+    @property
+    def embeddings(self) -> Path:
+        """Every chunk / entity-label vector (float16) with a key of its text: read by search,
+        and by the next build, which re-embeds only texts it has not seen with the same model."""
+        return self.root / "embeddings"

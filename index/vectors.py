@@ -3,12 +3,15 @@
 Vectors are computed in shards of consecutive rows; each shard is written to the cache folder
 (temp file + rename) as soon as it is done, under a key made of the model fingerprint and the
 shard's texts. A build that is killed finds its finished shards on the next run and computes
-only the rest. `<index>/vectors/` then holds, per kind (`chunks`, `entities`):
+only the rest. A later build (documents added) takes the vector of every text it has already
+embedded with the same model from the previous `embeddings/`, and embeds only new texts.
 
+`<index>/vectors/` holds, per kind (`chunks`, `entities`):
   <kind>.faiss        the FAISS index (inner product over normalised vectors = cosine)
-  <kind>.f16.npy      every vector as float16 (exact re-ranking inside a collection, reuse)
   <kind>.ids.parquet  row -> chunk id, or row -> entity id + the name that was embedded
   meta.json           model name, path, dimension, fingerprint, index kinds and parameters
+`<index>/embeddings/` holds every vector as float16 (`<kind>.f16.npy`, exact search inside a
+collection, re-ranking) and a 64-bit key of its text (`<kind>.keys.npy`, reuse by later builds).
 """
 
 from __future__ import annotations
@@ -42,11 +45,51 @@ META_FILE = "meta.json"
 
 @dataclass
 class ShardStats:
-    """How many shards a build computed and how many it found finished in the cache."""
+    """How many shards a build computed and how many it found finished in the cache; how many
+    vectors it embedded and how many it took from the previous build."""
 
     computed: int = 0
     reused: int = 0
     vectors_computed: int = 0
+    vectors_from_previous: int = 0
+
+
+def text_keys(texts: list[str]) -> np.ndarray:
+    """64-bit keys of texts (blake2b), to find a text's vector from an earlier build."""
+    return np.array(
+        [int.from_bytes(hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") for t in texts],
+        dtype=np.uint64,
+    )
+
+
+class PreviousVectors:
+    """The vectors of an earlier build of this index, looked up by text key."""
+
+    def __init__(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        self._order = np.argsort(keys, kind="stable")
+        self._sorted = keys[self._order]
+        self._vectors = vectors
+
+    @classmethod
+    def open(cls, folder: Path, kind: str, model_fingerprint: str, dim: int) -> PreviousVectors | None:
+        """The previous vectors of `kind`, or None when there are none for this model."""
+        try:
+            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+            if meta.get("model_fingerprint") != model_fingerprint or meta.get("dim") != dim:
+                return None
+            keys = np.load(folder / f"{kind}.keys.npy")
+            vectors = np.load(folder / f"{kind}.f16.npy", mmap_mode="r")
+        except (OSError, ValueError):
+            return None
+        return cls(keys, vectors) if len(keys) == len(vectors) else None
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found mask, float32 vectors of the found keys in order)."""
+        if not len(self._sorted):
+            return np.zeros(len(keys), dtype=bool), np.zeros((0, self._vectors.shape[1]), dtype=np.float32)
+        at = np.minimum(np.searchsorted(self._sorted, keys), len(self._sorted) - 1)
+        found = self._sorted[at] == keys
+        return found, np.asarray(self._vectors[self._order[at[found]]], dtype=np.float32)
 
 
 def choose_kind(count: int, requested: str = "auto") -> str:
@@ -87,31 +130,52 @@ def embed_in_shards(
     embedder: Embedder,
     cache_dir: Path,
     shard_size: int,
-) -> tuple[list[Path], ShardStats]:
+    previous: PreviousVectors | None = None,
+) -> tuple[list[Path], np.ndarray, ShardStats]:
     """Embed every text into shard files under `cache_dir/<fingerprint>/<kind>/`, reusing any
-    shard already there for the same texts and model. Returns the shard files in row order."""
+    shard already there for the same texts and model, and any vector `previous` has for a text.
+    Returns the shard files in row order and the key of every text."""
     folder = cache_dir / embedder.fingerprint / kind
     folder.mkdir(parents=True, exist_ok=True)
     stats = ShardStats()
     shards: list[Path] = []
+    keys: list[np.ndarray] = []
     with progress_bar(f"embedding {kind}", total, "items") as reporter:
         for number, texts in enumerate(_batched_texts(read_texts, shard_size)):
             shard = folder / f"{number:06d}-{_shard_key(texts, embedder.fingerprint)}.npy"
+            keys.append(text_keys(texts))
             if _valid_shard(shard, len(texts), embedder.dim):
                 stats.reused += 1
             else:
-                vectors = embedder.encode(texts)
-                tmp = shard.with_name(shard.name + ".tmp")
-                with tmp.open("wb") as fh:
-                    np.save(fh, vectors.astype(np.float32, copy=False))
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, shard)
+                _write_shard(shard, _embed(texts, keys[-1], embedder, previous, stats))
                 stats.computed += 1
-                stats.vectors_computed += len(texts)
             shards.append(shard)
             reporter.advance(len(texts), status=f"{stats.reused} shards reused")
-    return shards, stats
+    return shards, np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64), stats
+
+
+def _embed(texts: list[str], keys: np.ndarray, embedder: Embedder, previous: PreviousVectors | None, stats: ShardStats) -> np.ndarray:
+    if previous is None:
+        stats.vectors_computed += len(texts)
+        return embedder.encode(texts)
+    found, known = previous.lookup(keys)
+    vectors = np.empty((len(texts), embedder.dim), dtype=np.float32)
+    vectors[found] = known
+    missing = np.flatnonzero(~found)
+    if len(missing):
+        vectors[missing] = embedder.encode([texts[i] for i in missing])
+    stats.vectors_computed += len(missing)
+    stats.vectors_from_previous += int(found.sum())
+    return vectors
+
+
+def _write_shard(shard: Path, vectors: np.ndarray) -> None:
+    tmp = shard.with_name(shard.name + ".tmp")
+    with tmp.open("wb") as fh:
+        np.save(fh, vectors.astype(np.float32, copy=False))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, shard)
 
 
 def _valid_shard(shard: Path, rows: int, dim: int) -> bool:
@@ -124,8 +188,11 @@ def _valid_shard(shard: Path, rows: int, dim: int) -> bool:
     return array.shape == (rows, dim) and array.dtype == np.float32
 
 
-def write_index(kind: str, shards: list[Path], dim: int, out_dir: Path, faiss_kind: str, seed: int = 0) -> dict[str, Any]:
-    """Build `<kind>.faiss` and `<kind>.f16.npy` from the shards; returns the index parameters."""
+def write_index(
+    kind: str, shards: list[Path], dim: int, out_dir: Path, faiss_kind: str, store_dir: Path | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Build `out_dir/<kind>.faiss` and `store_dir/<kind>.f16.npy` (default: out_dir) from the
+    shards; returns the index parameters."""
     import faiss
 
     count = sum(int(np.load(s, mmap_mode="r").shape[0]) for s in shards)
@@ -133,7 +200,9 @@ def write_index(kind: str, shards: list[Path], dim: int, out_dir: Path, faiss_ki
     index, params = _new_index(chosen, dim, count)
     if chosen == "ivfpq":
         index.train(_training_sample(shards, count, params["train_size"], seed))
-    storage = np.lib.format.open_memmap(out_dir / f"{kind}.f16.npy", mode="w+", dtype=np.float16, shape=(count, dim))
+    storage = np.lib.format.open_memmap(
+        (store_dir or out_dir) / f"{kind}.f16.npy", mode="w+", dtype=np.float16, shape=(count, dim)
+    )
     row = 0
     for shard in shards:
         vectors = np.load(shard)

@@ -158,7 +158,8 @@ def read_files(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[D
         raise InputError(f"{path}: no such file or folder")
     files = _text_files(path) if path.is_dir() else [path]
     if path.is_dir():
-        for other in sorted(p for p in path.rglob("*") if p.is_file() and p not in set(files)):
+        wanted = set(files)
+        for other in sorted(p for p in path.rglob("*") if p.is_file() and p not in wanted):
             if not other.name.startswith("."):
                 rejects.add(Reject(str(other), None, f"unsupported file type {other.suffix or '(none)'}"))
     if not files:

@@ -103,6 +103,6 @@ def test_path_overlap_is_share_of_gold_relations_found() -> None:
     gold = ["directed_by", "directed_by", "has_genre"]  # unduplicated: 2 relations
     explored = ["https://localkg.example/relation/directed_by", "starred_actors"]
     assert path_overlap(explored, gold) == 0.5
-    assert path_overlap(explored + ["has genre"], gold) == 1.0
+    assert path_overlap([*explored, "has genre"], gold) == 1.0
     assert path_overlap([], gold) == 0.0
     assert path_overlap(explored, []) is None

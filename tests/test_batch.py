@@ -313,3 +313,26 @@ def test_a_second_writer_is_refused(fake_backend: Path, pq_index: Path, pq_quest
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_real_io_method_end_to_end(pq_index: Path, pq_questions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real engine.methods.base with the default GGUF model: records carry real LLM costs."""
+    from engine.evaluate import evaluate_run
+    from engine.models import resolve_local
+
+    monkeypatch.delenv(TEST_METHODS_ENV, raising=False)
+    pytest.importorskip("llama_cpp")
+    try:
+        resolve_local(None)
+    except ModelError as exc:
+        pytest.skip(f"default model not installed: {exc}")
+    out = tmp_path / "run"
+    report = run_batch(_options(pq_index, pq_questions, out, ["io"], limit=2))
+    assert report.ran == 2 and report.errors == 0
+    records = [json.loads(line) for line in (out / "io.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["PQ-2H-1", "PQ-2H-2"]
+    assert all(r["prediction"] and r["llm_calls"][0]["prompt_tokens"] > 0 for r in records)
+    assert json.loads((out / "run.json").read_text())["model"]["fingerprint"].startswith("llama.cpp-")
+    scores = evaluate_run(out)["methods"]["io"]
+    assert scores["scored"] == 2 and scores["llm_calls"] >= 1 and scores["missing"] == 0

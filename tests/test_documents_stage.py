@@ -166,3 +166,16 @@ def test_metaqa_dropped_facts_become_linked_wiki_documents(tmp_path: Path, share
     entities = pq.read_table(paths.entities, columns=["id", "doc_ids"]).to_pydict()
     with_docs = dict(zip(entities["id"], entities["doc_ids"], strict=True))
     assert all(doc["id"] in with_docs[doc["entity"]] for doc in sample)
+
+
+def test_a_given_entity_missing_from_the_kg_is_counted_not_linked(tmp_path: Path) -> None:
+    paths = IndexPaths(tmp_path)
+    write_entities(paths, [{"id": "http://www.wikidata.org/entity/Q42", "label": "Douglas Adams"}])
+    source = tmp_path / "a.jsonl"
+    source.write_text(
+        '{"id": "x", "title": "DNA", "text": "Writer.", "entity": "Q42"}\n'
+        '{"id": "y", "title": "Z", "text": "Text.", "entity": "Q999"}\n'
+    )
+    counts, _ = build(paths, [DocSource(source, "jsonl", "wiki")])
+    assert counts["linked_documents"] == 1
+    assert counts["link_reasons"] == {"given": 1, "given entity not in the KG": 1}

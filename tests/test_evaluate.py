@@ -87,7 +87,7 @@ def test_metrics_costs_sources_and_overlap(tmp_path: Path) -> None:
 
     table = format_markdown(summary)
     assert "| tog | 4 | 1 | 1 | 50.0 | 25.0 |" in table
-    assert "75.0 (2)" in table  # path overlap over the 2 correct answers
+    assert "75.0 (2); all 66.7" in table  # path overlap over the 2 correct answers, then all 3
     assert "q5" in table and "duplicate" in table
 
 

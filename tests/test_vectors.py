@@ -198,7 +198,9 @@ def test_killed_build_resumes_without_recomputing_finished_shards(
     assert sum(encoded) == total - 4 * len(finished)
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())
 
-    # An uninterrupted build in a fresh cache gives the same vectors.
+    # An uninterrupted build in a fresh cache (and without the first build's vectors) gives
+    # the same vectors.
+    shutil.rmtree(paths.embeddings)
     fresh = build_vectors(paths, DocOptions(shard_size=4, entity_vectors=False), tmp_path / "fresh-cache")
     assert fresh["shards_computed"] == shards_total
     resumed = sorted(cache.rglob("*.npy"))
@@ -217,3 +219,39 @@ def test_damaged_shard_is_recomputed(tmp_path: Path, shared_data: Path) -> None:
     (shards[1].parent / (shards[1].name + ".tmp")).write_bytes(b"half")  # a kill during a write
     counts = build_vectors(paths, DocOptions(shard_size=8, entity_vectors=False), cache)
     assert counts["shards_computed"] == 1 and counts["shards_reused"] == len(shards) - 1
+
+
+def test_a_later_build_embeds_only_new_texts(tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents added to an index: the next build (whose shard cache is gone) takes the vectors
+    of texts it already embedded from embeddings/ and embeds only the new ones."""
+    paths, _ = make_docs(tmp_path, shared_data, questions=4)
+    build_vectors(paths, DocOptions(), tmp_path / "cache-1")
+    before = pq.read_table(paths.chunks).to_pylist()
+    old_vectors = {c["chunk_id"]: v for c, v in zip(before, np.load(paths.embeddings / "chunks.f16.npy"), strict=True)}
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({"id": "new-1", "title": "Zebra", "text": "Zebras are African equines with stripes."}) + "\n")
+    data = json.loads((shared_data / "paper_questions" / "tog2" / "hotpotadv_dev.json").read_text())[:4]
+    (tmp_path / "wiki.json").write_text(json.dumps(data))
+    log = RejectLog(paths.root / "rejects-2.jsonl")
+    build_documents(paths, [DocSource(tmp_path / "wiki.json", "hotpot", "wiki"), DocSource(tmp_path / "web.jsonl", "jsonl", "web"),
+                            DocSource(extra, "jsonl", "domain")], DocOptions(chunk_size=400, chunk_overlap=50), log)
+    log.close()
+    encoded: list[str] = []
+    real_encode = SentenceTransformerEmbedder.encode
+
+    def counting_encode(self: SentenceTransformerEmbedder, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        encoded.extend(texts)
+        return real_encode(self, texts, batch_size)
+
+    monkeypatch.setattr(SentenceTransformerEmbedder, "encode", counting_encode)
+    counts = build_vectors(paths, DocOptions(entity_vectors=False), tmp_path / "cache-2")
+    assert encoded == ["Zebra\nZebras are African equines with stripes."]
+    assert counts["vectors_computed"] == 1 and counts["vectors_from_previous_build"] == len(before)
+    after = pq.read_table(paths.chunks).to_pylist()
+    new_vectors = np.load(paths.embeddings / "chunks.f16.npy")
+    for chunk, vector in zip(after, new_vectors, strict=True):
+        if chunk["chunk_id"] in old_vectors:
+            assert np.array_equal(vector, old_vectors[chunk["chunk_id"]])
+    # another model: nothing is reused
+    monkeypatch.setattr(SentenceTransformerEmbedder, "fingerprint", property(lambda self: "another-model"))
+    assert build_vectors(paths, DocOptions(entity_vectors=False), tmp_path / "cache-3")["vectors_from_previous_build"] == 0
