@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM := false
 INDEX ?= data/indexes/demo
 DEMO_OUT ?= data/runs/demo
 
-.PHONY: help setup models test test-fast lint demo index bench clean
+.PHONY: help setup models test test-fast lint demo index eval bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -52,6 +52,29 @@ index: setup  ## build the demo index (KG + documents + vectors) at $(INDEX)
 
 demo: index  ## build the demo index and print its statistics
 	$(PY) cli.py kg stats --index $(INDEX)
+
+# ---- paper-style evaluation (README tables): 50 sampled questions (seed 0) per dataset ------
+SHARED ?= ../shared/data
+EVAL_METHODS ?= io,cot,rag,tog,tog-r
+EVAL_SAMPLE ?= 50
+EVAL_LLM ?= qwen2.5-coder-0.5b
+EVAL_OUT ?= data/runs/eval
+EVAL_FLAGS ?=
+
+data/indexes/metaqa/manifest.json: | setup
+	$(PY) cli.py index --out data/indexes/metaqa --kg $(SHARED)/metaqa/kb --kg-format metaqa --kg-as-docs
+
+data/indexes/pq3h/manifest.json: | setup
+	$(PY) cli.py index --out data/indexes/pq3h --kg $(SHARED)/pathquestion/3H-kb.txt --kg-format tsv --kg-as-docs
+
+eval: data/indexes/metaqa/manifest.json data/indexes/pq3h/manifest.json  ## run io/cot/rag/tog/tog-r on 50 questions of MetaQA 1/2/3-hop and PQ-3H, then score
+	for hop in 1 2 3; do \
+	  $(PY) cli.py batch --index data/indexes/metaqa --questions $(SHARED)/metaqa/questions/$$hop-hop/qa_dev.txt \
+	    --methods $(EVAL_METHODS) --sample $(EVAL_SAMPLE) --seed 0 --llm $(EVAL_LLM) --out $(EVAL_OUT)/metaqa-$$hop-hop $(EVAL_FLAGS) || exit 1; \
+	done
+	$(PY) cli.py batch --index data/indexes/pq3h --questions $(SHARED)/pathquestion/PQ-3H.txt \
+	  --methods $(EVAL_METHODS) --sample $(EVAL_SAMPLE) --seed 0 --llm $(EVAL_LLM) --out $(EVAL_OUT)/pq-3h $(EVAL_FLAGS)
+	for run in $(EVAL_OUT)/*/; do echo "### $$run"; $(PY) cli.py eval $$run; done
 
 bench: setup  ## run the benchmarks; writes bench/results/*.json and bench/results/SUMMARY.md
 	$(PY) -m bench.run_all

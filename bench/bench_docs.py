@@ -161,12 +161,20 @@ def _faiss_kinds(root: Path, base: np.ndarray, queries: np.ndarray) -> dict[str,
             index.hnsw.efSearch = params["ef_search"]
         if kind == "ivfpq":
             faiss.extract_index_ivf(index).nprobe = params["nprobe"]
-        seconds, found = [], []
+        seconds, found, rerank_seconds, reranked = [], [], [], []
+        stored = np.load(out / "bench.f16.npy", mmap_mode="r")
         for query in queries:
             started = time.perf_counter()
             _, ids = index.search(query[None, :], K)
             seconds.append(time.perf_counter() - started)
             found.append(ids[0])
+            if kind == "ivfpq":  # what DocumentStore does: more candidates, exact re-ranking
+                started = time.perf_counter()
+                _, ids = index.search(query[None, :], max(K * 8, 64))
+                rows = np.sort(ids[0][ids[0] >= 0])
+                exact = np.asarray(stored[rows], dtype=np.float32) @ query
+                reranked.append(rows[np.argsort(-exact)[:K]])
+                rerank_seconds.append(time.perf_counter() - started)
         if kind == "flat":
             exact_ids = found
         assert exact_ids is not None
@@ -177,6 +185,12 @@ def _faiss_kinds(root: Path, base: np.ndarray, queries: np.ndarray) -> dict[str,
             "faiss_bytes_per_vector": round((out / "bench.faiss").stat().st_size / SYNTHETIC_VECTORS, 1),
             "params": {k: v for k, v in params.items() if k not in ("count", "kind")},
         }
+        if reranked:
+            rerank_recall = float(np.mean([len(set(a) & set(b)) / K for a, b in zip(reranked, exact_ids, strict=True)]))
+            result["ivfpq+rerank"] = _percentiles(rerank_seconds) | {
+                "recall_at_10": round(rerank_recall, 3), "build_s": result[kind]["build_s"],
+                "faiss_bytes_per_vector": result[kind]["faiss_bytes_per_vector"],
+            }
     return result
 
 
@@ -185,7 +199,8 @@ def _markdown(result: dict[str, Any]) -> str:
     s = result["document_store"]
     f = result["faiss"]
     lines = [
-        f"Embedding ({t['texts']} AdvHotpotQA chunks, mean {t['mean_chars']} chars, batch {t['batch_size']}, CPU):",
+        f"Embedding ({t['texts']} AdvHotpotQA chunks, mean {t['mean_chars']} chars, batch {t['batch_size']}, "
+        f"CPU, {result['torch_threads']} torch threads):",
         "",
         "| | texts/s |",
         "|---|---|",
@@ -208,9 +223,15 @@ def _markdown(result: dict[str, Any]) -> str:
         "| index | p50 ms | p99 ms | recall@10 vs exact | build s | index bytes/vector |",
         "|---|---|---|---|---|---|",
     ]
-    for kind in ("flat", "hnsw", "ivfpq"):
+    for kind in ("flat", "hnsw", "ivfpq", "ivfpq+rerank"):
         k = f[kind]
         lines.append(f"| {kind} | {k['p50_ms']} | {k['p99_ms']} | {k['recall_at_10']} | {k['build_s']} | {k['faiss_bytes_per_vector']} |")
+    lines += [
+        "",
+        "IVF-PQ recall here is a lower bound: each real vector appears ~80 times with small noise, so the",
+        "true top 10 are near-duplicates that 48-byte PQ codes cannot order; `DocumentStore` re-ranks",
+        "IVF-PQ candidates with the stored float16 vectors (the `ivfpq+rerank` row).",
+    ]
     sizes = s["bytes_per_chunk"]
     lines += ["", "Index bytes per chunk (flat index): " + ", ".join(f"{k} {v}" for k, v in sizes.items())]
     return "\n".join(lines)
@@ -228,7 +249,10 @@ def run(results_dir: Path) -> dict[str, Any]:
         faiss_result = _faiss_kinds(root, base, query_vectors)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    import torch
+
     result: dict[str, Any] = {
+        "torch_threads": torch.get_num_threads(),
         "embedding_throughput": throughput,
         "document_store": store_result,
         "faiss": faiss_result,

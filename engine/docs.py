@@ -21,6 +21,8 @@ from ingest.errors import IndexError_, ModelError
 
 # Inside a collection of at most this many chunks, dense search is exact over the stored vectors.
 EXACT_RANGE_MAX = 50_000
+# IVF-PQ candidates per wanted result, re-ranked exactly with the stored float16 vectors.
+IVFPQ_RERANK_FACTOR = 8
 _CHUNK_COLUMNS = 'row, chunk_id, doc_id, entity, collection, title, text, start, "end"'
 
 
@@ -246,10 +248,19 @@ class DocumentStore:
                 params = faiss.SearchParametersIVF(sel=selector, nprobe=meta["nprobe"])
             else:
                 params = faiss.SearchParameters(sel=selector)
+        compressed = self._require_vectors()["chunks"]["kind"] == "ivfpq"
+        fetch = max(k * IVFPQ_RERANK_FACTOR, 64) if compressed else k
         with self._lock:
-            scores, rows = self._faiss.search(query, k, params=params)
+            scores, rows = self._faiss.search(query, fetch, params=params)
         keep = rows[0] >= 0
-        return rows[0][keep], scores[0][keep]
+        rows, scores = rows[0][keep], scores[0][keep]
+        if compressed and len(rows):
+            # PQ distances are approximate: re-rank the candidates with the stored vectors.
+            order = np.sort(rows)
+            exact = np.asarray(self._chunk_vectors[order], dtype=np.float32) @ query[0]
+            top = np.argsort(-exact, kind="stable")[:k]
+            rows, scores = order[top], exact[top]
+        return rows, scores
 
     def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[SearchHit]:
         records = {r.row: r for r in self.rows(list(rows))}

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from index.bm25_index import build_bm25
-from index.chunking import chunk_spans
+from index.chunking import ChunkSpan, chunk_spans
 from index.paths import IndexPaths
 from index.vectors import (
     FAISS_KINDS,
@@ -121,15 +121,9 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
         sources.append(DocSource(paths.dropped_docs, "jsonl", "wiki"))
     linker = TitleLinker.open(paths)
     staging = paths.root / ".chunks-staging.parquet"
-    counts: Counter[str] = Counter()
-    collections: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
-    doc_ids_of: dict[str, list[str]] = defaultdict(list)
-    seen: set[str] = set()
     doc_tmp = paths.documents.with_name(paths.documents.name + ".tmp")
-    with pq.ParquetWriter(doc_tmp, DOC_SCHEMA) as doc_writer, pq.ParquetWriter(staging, CHUNK_SCHEMA) as chunk_writer:
-        doc_rows: list[dict[str, Any]] = []
-        chunk_rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    with _StageWriter(doc_tmp, staging) as writer:
         for source in sources:
             for doc in _documents(source, rejects):
                 if doc.id in seen:
@@ -137,55 +131,79 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
                     continue
                 seen.add(doc.id)
                 entity, reason = linker.link(doc, source.collection)
-                spans = chunk_spans(doc.text, options.chunk_size, options.chunk_overlap)
-                seq = counts["documents"]
-                for n, span in enumerate(spans):
-                    chunk_rows.append({
-                        "chunk_id": f"{doc.id}#{n}", "doc_id": doc.id, "entity": entity,
-                        "collection": source.collection, "title": doc.title,
-                        "text": doc.text[span.start:span.end], "start": span.start, "end": span.end, "seq": seq,
-                    })
-                doc_rows.append({
-                    "doc_id": doc.id, "title": doc.title, "text": doc.text, "entity": entity,
-                    "link_reason": reason, "collection": source.collection, "source": str(source.path),
-                    "chunks": len(spans),
-                })
-                counts["documents"] += 1
-                counts["chunks"] += len(spans)
-                collections[source.collection] += 1
-                if entity is not None:
-                    counts["linked_documents"] += 1
-                    doc_ids_of[entity].append(doc.id)
-                if reason is not None:
-                    reasons[reason] += 1
-                if len(chunk_rows) >= CHUNK_ROW_GROUP:
-                    chunk_writer.write_table(pa.Table.from_pylist(chunk_rows, CHUNK_SCHEMA))
-                    doc_writer.write_table(pa.Table.from_pylist(doc_rows, DOC_SCHEMA))
-                    chunk_rows, doc_rows = [], []
-        if chunk_rows or doc_rows:
-            chunk_writer.write_table(pa.Table.from_pylist(chunk_rows, CHUNK_SCHEMA))
-            doc_writer.write_table(pa.Table.from_pylist(doc_rows, DOC_SCHEMA))
-    if counts["chunks"] == 0:
+                writer.add(doc, source, entity, reason, chunk_spans(doc.text, options.chunk_size, options.chunk_overlap))
+    if writer.counts["chunks"] == 0:
         staging.unlink(missing_ok=True)
         doc_tmp.unlink(missing_ok=True)
         names = ", ".join(str(s.path) for s in sources) or "(none)"
-        raise InputError(f"no documents could be read from {names}; see {paths.rejects} for the reasons")
+        raise InputError(f"no documents could be read from {names} ({rejects.total} records rejected)")
     os.replace(doc_tmp, paths.documents)
     ranges = _write_sorted_chunks(staging, paths.chunks)
     staging.unlink()
     _build_sparse(paths)
     if paths.entities.exists():
-        _write_doc_ids(paths.entities, doc_ids_of)
+        _write_doc_ids(paths.entities, writer.doc_ids_of)
     return {
-        "documents": counts["documents"],
-        "chunks": counts["chunks"],
-        "linked_documents": counts["linked_documents"],
-        "linked_entities": len(doc_ids_of),
-        "collections": dict(collections),
+        "documents": writer.counts["documents"],
+        "chunks": writer.counts["chunks"],
+        "linked_documents": writer.counts["linked_documents"],
+        "linked_entities": len(writer.doc_ids_of),
+        "collections": dict(writer.collections),
         "chunk_ranges": {name: list(r) for name, r in ranges.items()},
-        "link_reasons": dict(reasons),
+        "link_reasons": dict(writer.reasons),
         "doc_rejects": rejects.total,
     }
+
+
+class _StageWriter:
+    """Streams documents to documents.parquet (temp name) and their chunks to a staging file,
+    in row groups, and counts what it wrote."""
+
+    def __init__(self, documents: Path, chunks: Path) -> None:
+        self._docs = pq.ParquetWriter(documents, DOC_SCHEMA)
+        self._chunks = pq.ParquetWriter(chunks, CHUNK_SCHEMA)
+        self._doc_rows: list[dict[str, Any]] = []
+        self._chunk_rows: list[dict[str, Any]] = []
+        self.counts: Counter[str] = Counter()
+        self.collections: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()
+        self.doc_ids_of: dict[str, list[str]] = defaultdict(list)
+
+    def __enter__(self) -> _StageWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._flush()
+        self._docs.close()
+        self._chunks.close()
+
+    def add(self, doc: Document, source: DocSource, entity: str | None, reason: str | None, spans: list[ChunkSpan]) -> None:
+        seq = self.counts["documents"]
+        for n, span in enumerate(spans):
+            self._chunk_rows.append({
+                "chunk_id": f"{doc.id}#{n}", "doc_id": doc.id, "entity": entity, "collection": source.collection,
+                "title": doc.title, "text": doc.text[span.start:span.end], "start": span.start, "end": span.end, "seq": seq,
+            })
+        self._doc_rows.append({
+            "doc_id": doc.id, "title": doc.title, "text": doc.text, "entity": entity, "link_reason": reason,
+            "collection": source.collection, "source": str(source.path), "chunks": len(spans),
+        })
+        self.counts["documents"] += 1
+        self.counts["chunks"] += len(spans)
+        self.collections[source.collection] += 1
+        if entity is not None:
+            self.counts["linked_documents"] += 1
+            self.doc_ids_of[entity].append(doc.id)
+        if reason is not None:
+            self.reasons[reason] += 1
+        if len(self._chunk_rows) >= CHUNK_ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._doc_rows:
+            self._chunks.write_table(pa.Table.from_pylist(self._chunk_rows, CHUNK_SCHEMA))
+            self._docs.write_table(pa.Table.from_pylist(self._doc_rows, DOC_SCHEMA))
+            self._chunk_rows, self._doc_rows = [], []
 
 
 def _check_options(sources: list[DocSource], options: DocOptions) -> None:

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds indexes with the real embedding model through the CLI
+
 REPO = Path(__file__).resolve().parents[1]
 HIT_KEYS = {"chunk_id", "doc_id", "entity", "title", "text", "score"}
 

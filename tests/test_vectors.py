@@ -156,6 +156,7 @@ _KILLED_BUILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_killed_build_resumes_without_recomputing_finished_shards(
     tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
