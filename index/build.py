@@ -178,9 +178,11 @@ def _stage_fingerprints(
     derived = kg_options.kg_as_docs or (kg_options.dropped_as_docs and kg_options.keep_fraction < 1.0)
     has_docs = bool(doc_entries) or bool(kg_entries and derived)
     options = asdict(doc_options) if doc_options is not None else {}
-    chunking = {k: v for k, v in options.items() if k not in ("embed_model", "faiss_kind", "batch_size")}
+    chunking = {k: options.get(k) for k in ("chunk_size", "chunk_overlap")}
     docs_fp = stable_hash([content(doc_entries), chunking, kg_fp]) if has_docs else None
-    vectors_fp = stable_hash([docs_fp, options.get("embed_model"), options.get("faiss_kind")]) if has_docs else None
+    # batch and shard sizes change how vectors are computed, not what they are
+    embedding = {k: options.get(k) for k in ("embed_model", "faiss_kind", "entity_vectors")}
+    vectors_fp = stable_hash([docs_fp, embedding]) if has_docs else None
     return {"kg": kg_fp, "docs": docs_fp, "vectors": vectors_fp}
 
 

@@ -71,57 +71,74 @@ def rag_user(question: str, passages: Sequence[str]) -> str:
 # ToG / ToG-R
 # ------------------------------------------------------------------------------------------
 
-RELATION_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get the question, one entity of the graph and the relations of that entity. Choose the relations most likely to lead to the answer, best first, and no more than asked.
+RELATION_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get an entity, its relations and the question. Choose the relations that lead to what the question asks for, best first, no more than asked.
 A relation marked "(reverse)" is followed backwards: from a writer, "author (reverse)" leads to the books whose author is that writer.
 Reply with JSON {"relations": [...]}.
 Example.
-Question: which books did Mary Shelley write
 Entity: Mary Shelley
-Relations: author (reverse); place of birth; spouse
-Choose up to 2.
-{"relations": ["author (reverse)", "spouse"]}"""
+Relations:
+author (reverse)
+place of birth
+spouse
+Question: where was Mary Shelley born
+Choose up to 2 relations for this question.
+{"relations": ["place of birth"]}"""
 
-ENTITY_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get the question, a fact with one open place "?" and the entities that fill it. Choose the entities most likely to be the answer or to lead to it, best first, and no more than asked.
+ENTITY_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get a fact with an open place "?", the entities that fill it and the question. Choose the entities that are the answer or lead to it, best first, no more than asked.
 Reply with JSON {"entities": [...]}.
 Example.
-Question: where was the wife of Percy Shelley born
-Fact: (Percy Shelley, spouse, ?)
-Entities: Mary Shelley; Harriet Westbrook; Field Place
-Choose up to 2.
-{"entities": ["Mary Shelley", "Harriet Westbrook"]}"""
+Fact: (?, author, Mary Shelley)
+Entities:
+Frankenstein
+The Last Man
+Mathilda
+Question: which novel by Mary Shelley is set in a future world
+Choose up to 2 entities for this question.
+{"entities": ["The Last Man"]}"""
 
-REASONING_SYSTEM = """You answer a question from knowledge graph triples (head, relation, tail) and what you know. Decide whether the triples are enough to answer.
-If they are, reply {"sufficient": true, "answer": "<short answer>"}, the answer being a name, a title, a date or a number, usually an entity of the triples. If they are not, reply {"sufficient": false, "answer": ""}.
-Example.
-Question: who directed the film that Tom Hanks starred in in 1994
+REASONING_SYSTEM = """You answer a question from knowledge graph triples (head, relation, tail) and what you know. First decide whether the triples contain what the question asks for.
+If they do, reply {"sufficient": true, "answer": "..."} with the short answer: the entity of the triples that the question asks for, never the entity the question names. If they do not, reply {"sufficient": false, "answer": ""}.
+Examples.
 Triples:
-(Forrest Gump, starred actors, Tom Hanks)
-(Forrest Gump, release year, 1994)
-(Forrest Gump, directed by, Robert Zemeckis)
-{"sufficient": true, "answer": "Robert Zemeckis"}"""
-
-CHAIN_REASONING_SYSTEM = """You answer a question from relation chains of a knowledge graph and what you know. Each chain starts at an entity of the question, follows the listed relations ("(reverse)" means backwards) and ends at the entities it reaches. Decide whether the chains are enough to answer.
-If they are, reply {"sufficient": true, "answer": "<short answer>"}, the answer being a name, a title, a date or a number, usually one of the entities reached. If they are not, reply {"sufficient": false, "answer": ""}.
-Example.
+(Frankenstein, author, Mary Shelley)
+(Frankenstein, publication year, 1818)
 Question: which books did Mary Shelley write
+{"sufficient": true, "answer": "Frankenstein"}
+Triples:
+(Frankenstein, author, Mary Shelley)
+Question: where was Mary Shelley born
+{"sufficient": false, "answer": ""}"""
+
+CHAIN_REASONING_SYSTEM = """You answer a question from relation chains of a knowledge graph and what you know. Each chain starts at an entity of the question, follows the listed relations ("(reverse)" means backwards) and ends at the entities it reaches. First decide whether the chains reach what the question asks for.
+If they do, reply {"sufficient": true, "answer": "..."} with the short answer: one of the entities reached, never the entity the question names. If they do not, reply {"sufficient": false, "answer": ""}.
+Examples.
 Chains:
 Mary Shelley -> author (reverse) -> Frankenstein; The Last Man
-{"sufficient": true, "answer": "Frankenstein"}"""
+Question: which books did Mary Shelley write
+{"sufficient": true, "answer": "Frankenstein"}
+Chains:
+Mary Shelley -> spouse -> Percy Bysshe Shelley
+Question: where was Mary Shelley born
+{"sufficient": false, "answer": ""}"""
+
+
+def _lines(items: Sequence[str]) -> str:
+    return "\n".join(items)
 
 
 def relation_prune_user(question: str, entity: str, relations: Sequence[str], k: int) -> str:
-    return (f"Question: {question}\nEntity: {entity}\nRelations: {'; '.join(relations)}\n"
-            f"Choose up to {k}.")
+    return (f"Entity: {entity}\nRelations:\n{_lines(relations)}\nQuestion: {question}\n"
+            f"Choose up to {k} relations for this question.")
 
 
 def entity_prune_user(question: str, fact: str, entities: Sequence[str], k: int) -> str:
-    return (f"Question: {question}\nFact: {fact}\nEntities: {'; '.join(entities)}\n"
-            f"Choose up to {k}.")
+    return (f"Fact: {fact}\nEntities:\n{_lines(entities)}\nQuestion: {question}\n"
+            f"Choose up to {k} entities for this question.")
 
 
 def reasoning_user(question: str, triples: Sequence[str]) -> str:
-    return f"Question: {question}\nTriples:\n" + "\n".join(triples)
+    return f"Triples:\n{_lines(triples)}\nQuestion: {question}"
 
 
 def chain_reasoning_user(question: str, chains: Sequence[str]) -> str:
-    return f"Question: {question}\nChains:\n" + "\n".join(chains)
+    return f"Chains:\n{_lines(chains)}\nQuestion: {question}"
