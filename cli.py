@@ -528,6 +528,57 @@ def chat(llm_spec: str | None, schema_file: Path | None, system: str | None,
 # --------------------------------------------------------------------------------------------
 # METHOD-COMMANDS
 
+# ---- ask (methods) ----
+
+_METHOD_NAMES = ["io", "cot", "sc", "rag", "tog", "tog-r"]
+
+
+@main.command("ask")
+@click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
+@click.option("--method", type=click.Choice(_METHOD_NAMES), default="tog", show_default=True)
+@click.option("--llm", "llm", default=None, metavar="NAME_OR_PATH_OR_URL",
+              help="Registry model name, .gguf path or http(s)://host:port/v1 server (default model if omitted).")
+@click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
+@click.option("--width", type=click.IntRange(1), default=None, help="Beam width W (tog, tog-r; default 3).")
+@click.option("--depth", type=click.IntRange(1), default=None, help="Maximum depth D (tog, tog-r; default 3).")
+@click.option("--prune-tool", type=click.Choice(["llm", "bm25", "embedding"]), default=None,
+              help="Prune tool (tog, tog-r; default llm).")
+@click.option("--topic", "topics", multiple=True, metavar="ID_OR_NAME",
+              help="Topic entity (id or name) instead of linking. Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer record as JSON.")
+@click.argument("question")
+def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: int | None,
+            depth: int | None, prune_tool: str | None, topics: tuple[str, ...], as_json: bool,
+            question: str) -> None:
+    """Answer QUESTION with one method; print the answer and the reasoning paths.
+
+    \b
+    Examples:
+      python cli.py ask --index data/indexes/metaqa "what movies did [Temuera Morrison] act in"
+      python cli.py ask --index data/indexes/metaqa --method io --json "who directed Heat"
+    """
+    from engine.methods.base import open_context, run_question
+    from engine.record import Question
+
+    overrides = {k: v for k, v in {"width": width, "depth": depth, "prune_tool": prune_tool}.items()
+                 if v is not None}
+    if overrides and method not in ("tog", "tog-r"):
+        fail(f"--{'/--'.join(k.replace('_', '-') for k in overrides)} only apply to tog and tog-r")
+    ctx = run_guarded(open_context, index, llm, cache=not no_cache)
+    try:
+        record = run_guarded(run_question, method, Question("ask", question, topic_entities=list(topics)),
+                             ctx, overrides)
+    finally:
+        ctx.close()
+    if as_json:
+        emit_json(record.to_dict())
+    else:
+        from engine.methods.render import render_record
+
+        render_record(record)
+    if record.error:
+        raise SystemExit(1)
+
 # ---- batch + eval (batch runs and evaluation) ----
 
 

@@ -102,12 +102,14 @@ class Context:
             close()
 
 
-def open_context(index: Path, llm: str | None, *, cache: bool = True) -> Context:
-    """A context over the index folder and the LLM named by `llm` (None: the default model)."""
+def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True) -> Context:
+    """A context over the index folder and the LLM named by `llm` (a registry name, .gguf
+    path or server URL; None: the default model). An already open LLM is used as it is."""
     paths = IndexPaths(Path(index))
     kg = OxigraphKG.open(paths)
     entities = EntityTable.open(paths)
-    return Context(Path(index), kg, entities, open_llm(llm, cache=cache))
+    model = open_llm(llm, cache=cache) if llm is None or isinstance(llm, str) else llm
+    return Context(Path(index), kg, entities, model)
 
 
 MethodFn = Callable[[Question, Context, dict[str, Any]], AnswerRecord]

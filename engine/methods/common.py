@@ -67,14 +67,21 @@ def _contains(haystack: str, needle: str) -> bool:
     return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
 
 
-def rank_answers(answer: str, candidates: Sequence[str]) -> tuple[str, list[str]]:
+def rank_answers(answer: str, candidates: Sequence[str],
+                 asked_about: Sequence[str] = ()) -> tuple[str, list[str]]:
     """(prediction, predictions) from the model's answer text and ranked KG candidates.
 
     Candidates named in the answer come first (in the order the answer names them), then the
     answer text itself when it names none, then the other candidates in their given order.
-    The prediction is the first of these: a KG label whenever the answer names one.
+    The prediction is the first of these: a KG label whenever the answer names one. An answer
+    that merely repeats an entity the question is about (`asked_about`, the topic entities: a
+    small model's favourite slip) goes after the candidates.
     """
     norm_answer = normalise(answer) if answer else ""
+    if norm_answer and norm_answer in {normalise(a) for a in asked_about} and candidates:
+        _, ranked = rank_answers("", candidates)
+        ranked.append(answer)
+        return ranked[0], ranked
     named: list[tuple[int, int, str]] = []
     for label in dict.fromkeys(candidates):
         key = normalise(label)

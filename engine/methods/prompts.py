@@ -34,8 +34,9 @@ REASONING_SCHEMA: dict[str, Any] = {
 
 
 def choice_schema(key: str, candidates: Sequence[str], k: int) -> dict[str, Any]:
-    """{key: [1..k distinct candidates, best first]} with the candidates as an enum."""
-    return {"type": "object", "properties": {key: enum_array(list(candidates), max_items=k, min_items=1)},
+    """{key: [k candidates, best first]} with the candidates as an enum (ToG asks for k)."""
+    n = min(k, len(set(candidates)))
+    return {"type": "object", "properties": {key: enum_array(list(candidates), max_items=n, min_items=n)},
             "required": [key]}
 
 
@@ -71,7 +72,7 @@ def rag_user(question: str, passages: Sequence[str]) -> str:
 # ToG / ToG-R
 # ------------------------------------------------------------------------------------------
 
-RELATION_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get an entity, its relations and the question. Choose the relations that lead to what the question asks for, best first, no more than asked.
+RELATION_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get an entity, its relations and the question. Choose as many relations as asked, those that lead to what the question asks for, best first.
 A relation marked "(reverse)" is followed backwards: from a writer, "author (reverse)" leads to the books whose author is that writer.
 Reply with JSON {"relations": [...]}.
 Example.
@@ -81,10 +82,10 @@ author (reverse)
 place of birth
 spouse
 Question: where was Mary Shelley born
-Choose up to 2 relations for this question.
-{"relations": ["place of birth"]}"""
+Choose 2 relations for this question.
+{"relations": ["place of birth", "spouse"]}"""
 
-ENTITY_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get a fact with an open place "?", the entities that fill it and the question. Choose the entities that are the answer or lead to it, best first, no more than asked.
+ENTITY_PRUNE_SYSTEM = """You explore a knowledge graph to answer a question. You get a fact with an open place "?", the entities that fill it and the question. Choose as many entities as asked, those that are the answer or lead to it, best first.
 Reply with JSON {"entities": [...]}.
 Example.
 Fact: (?, author, Mary Shelley)
@@ -93,8 +94,8 @@ Frankenstein
 The Last Man
 Mathilda
 Question: which novel by Mary Shelley is set in a future world
-Choose up to 2 entities for this question.
-{"entities": ["The Last Man"]}"""
+Choose 2 entities for this question.
+{"entities": ["The Last Man", "Frankenstein"]}"""
 
 REASONING_SYSTEM = """You answer a question from knowledge graph triples (head, relation, tail) and what you know. First decide whether the triples contain what the question asks for.
 If they do, reply {"sufficient": true, "answer": "..."} with the short answer: the entity of the triples that the question asks for, never the entity the question names. If they do not, reply {"sufficient": false, "answer": ""}.
@@ -128,12 +129,12 @@ def _lines(items: Sequence[str]) -> str:
 
 def relation_prune_user(question: str, entity: str, relations: Sequence[str], k: int) -> str:
     return (f"Entity: {entity}\nRelations:\n{_lines(relations)}\nQuestion: {question}\n"
-            f"Choose up to {k} relations for this question.")
+            f"Choose {k} relations for this question.")
 
 
 def entity_prune_user(question: str, fact: str, entities: Sequence[str], k: int) -> str:
     return (f"Fact: {fact}\nEntities:\n{_lines(entities)}\nQuestion: {question}\n"
-            f"Choose up to {k} entities for this question.")
+            f"Choose {k} entities for this question.")
 
 
 def reasoning_user(question: str, triples: Sequence[str]) -> str:

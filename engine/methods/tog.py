@@ -119,8 +119,11 @@ class _Run:
     # -- 1. topic entities ---------------------------------------------------------------
     def topic_entities(self) -> list[Path]:
         with timed(self.record, "linking"):
-            given = {t: t for t in self.question.topic_entities} or None
-            found = self.ctx.linker.link(self.question.question, given)
+            linker = self.ctx.linker
+            if self.question.topic_entities:  # pre-linked ids or names: resolved one by one
+                found = [c for t in self.question.topic_entities for c in linker.resolve(t, "given", 1)]
+            else:
+                found = linker.link(self.question.question)
         paths: list[Path] = []
         seen_mentions: set[str] = set()
         for c in found:
@@ -191,7 +194,10 @@ class _Run:
 
     def finish(self, answer: str, candidates: Sequence[str], source: str) -> None:
         self.record.extra["answer_text"] = answer
-        self.record.prediction, self.record.predictions = rank_answers(answer, candidates)
+        topics = [t["label"] for t in self.record.topic_entities]
+        self.record.prediction, self.record.predictions = rank_answers(answer, candidates, topics)
+        if not answer and self.record.prediction:
+            source = "kg"  # no answer text: the prediction is the best entity the paths reach
         self.record.answer_source = source  # type: ignore[assignment]
         self.record.extra["trace"] = self.trace
 
