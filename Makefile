@@ -50,8 +50,13 @@ index: setup  ## build the demo index (KG + documents + vectors) at $(INDEX)
 	$(PY) cli.py index --out $(INDEX) --kg data/demo/kg.ttl --kg-format turtle \
 	  --docs data/demo/reports --docs-format files --collection domain
 
-demo: index  ## build the demo index and print its statistics
+DEMO_METHODS ?= tog
+
+demo: index  ## build the demo index, answer the demo questions with tog, print the scores
 	$(PY) cli.py kg stats --index $(INDEX)
+	$(PY) cli.py docs stats --index $(INDEX)
+	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) --out $(DEMO_OUT)
+	$(PY) cli.py eval $(DEMO_OUT)
 
 # ---- paper-style evaluation (README tables): 50 sampled questions (seed 0) per dataset ------
 SHARED ?= ../shared/data
