@@ -7,6 +7,7 @@ import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
@@ -44,8 +45,13 @@ class EntityTable:
         read_manifest(paths)  # a clear error when the folder is not an index
         if not paths.entities.exists():
             raise IndexError_(f"{paths.root}: index has no entity table (was it built with --kg?)")
-        table = pq.read_table(paths.entities, columns=["id", "label", "aliases", "degree", "description", "wikipedia_title"])
-        data = table.to_pydict()
+        return cls.from_parquet(paths.entities)
+
+    @classmethod
+    def from_parquet(cls, path: Path) -> EntityTable:
+        """Read entities.parquet directly (also inside a build's temp folder, before a manifest)."""
+        columns = ["id", "label", "aliases", "degree", "description", "wikipedia_title"]
+        data = pq.read_table(path, columns=columns).to_pydict()
         return cls(
             ids=data["id"],
             labels=data["label"],

@@ -279,16 +279,7 @@ def read_entity_table(entities: Path) -> Any:
     """An EntityTable straight from entities.parquet (a build's temp folder has no manifest yet)."""
     from engine.entities import EntityTable
 
-    columns = ["id", "label", "aliases", "degree", "description", "wikipedia_title"]
-    data = pq.read_table(entities, columns=columns).to_pydict()
-    return EntityTable(
-        ids=data["id"],
-        labels=data["label"],
-        aliases=[a or [] for a in data["aliases"]],
-        degrees=data["degree"],
-        descriptions=data["description"],
-        wikipedia_titles=data["wikipedia_title"],
-    )
+    return EntityTable.from_parquet(entities)
 
 
 def _wiki_title_key(title: str) -> str:
