@@ -107,7 +107,9 @@ def _prefix_speedup(llm: LlamaCppLLM) -> dict[str, Any]:
 def run(results_dir: Path) -> dict[str, Any]:
     """Benchmark every installed registry model; writes `results_dir/llm.json`."""
     results: dict[str, Any] = {
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform()},
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(),
+                    # llama.cpp slows down sharply when other processes hold the CPUs
+                    "load_average_at_start": round(os.getloadavg()[0], 2)},
         "settings": {"n_ctx": 4096, "generated_tokens_per_prompt": GEN_TOKENS,
                      "prompts": len(PROMPTS), "temperature": 0.0},
         "models": {},
@@ -129,7 +131,8 @@ def run(results_dir: Path) -> dict[str, Any]:
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "llm.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     lines = [
-        f"LLM throughput ({results['machine']['cpus']} CPU threads, llama.cpp, greedy, one run).",
+        f"LLM throughput ({results['machine']['cpus']} CPU threads, llama.cpp, greedy, one run; "
+        f"1-min load average at start {results['machine']['load_average_at_start']}).",
         "",
         "| model | role | prompt tok/s | generated tok/s | shared-prefix 2nd call (cached/prompt tokens) | speed-up |",
         "|---|---|---:|---:|---:|---:|",
