@@ -4,11 +4,15 @@ Metrics (all per question; `evaluate.py` averages them):
 
 - `hits_at_1`: the best prediction, normalised, equals a gold answer or one of its aliases
   (numbers compare by value: "1995" == "1995.0").
-- `exact_match`: the normalised *set* of predictions equals the gold set: every gold answer is
-  found and no prediction is wrong. With one gold answer and one prediction this is plain
-  normalised equality; on multi-answer questions (MetaQA) it is the strict set metric.
-- `f1`: F1 over answer sets. Precision = share of (distinct, normalised) predictions that match
-  some gold answer; recall = share of gold answers (alias groups) matched by some prediction.
+- `exact_match`: the normalised *answer set* equals the gold set: every gold answer is found and
+  no answer is wrong. With one gold answer and one answer this is plain normalised equality; on
+  multi-answer questions (MetaQA) it is the strict set metric.
+- `f1`: F1 over answer sets. Precision = share of (distinct, normalised) answers that match
+  some gold answer; recall = share of gold answers (alias groups) matched by some answer.
+- The answer set (`answer_set`) is what a method commits to, not its whole ranking: the ranked
+  predictions that its answer text names, else the answer text split into items ("A, B; C"),
+  else the best prediction. A KG method ranks every entity its paths reached, and scoring that
+  whole list as the answer would punish it for exploring.
 - `paper_em`: the papers' lenient match, as in ToG's `eval/utils.py::exact_match` (which
   ToG-2 and HydraRAG reuse for their "EM"/"Hits@1" columns): lower-case, remove spaces, and
   count a hit when the prediction equals a gold answer or either is a substring of the other.
@@ -94,6 +98,32 @@ def prediction_list(prediction: str, predictions: Sequence[str] | None) -> list[
     return ranked
 
 
+_ITEM_SEPARATOR = re.compile(r"\s*(?:[;|\n]|,(?!\d{3}(?!\d)))\s*")  # not inside 1,000
+
+
+def _names(haystack: str, needle: str) -> bool:
+    return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
+
+
+def answer_set(prediction: str, predictions: Sequence[str] | None,
+               answer_text: str | None = None) -> list[str]:
+    """The answers a record commits to (EM and F1 are computed over this set; see above)."""
+    ranked = prediction_list(prediction, predictions)
+    text = str(answer_text if answer_text is not None else prediction or "").strip()
+    items = [i for i in _ITEM_SEPARATOR.split(text) if i.strip()]
+    if len(items) > 1 and " and " in items[-1]:  # "A, B and C"
+        items[-1:] = [i for i in re.split(r"\s+and\s+", items[-1]) if i.strip()]
+    key = normalise_answer(text)
+    whole = {key} if len(items) > 1 else set()  # a list answer does not name itself
+    named = [p for p in dict.fromkeys(ranked)
+             if (k := normalise_answer(p)) and k not in whole and _names(key, k)]
+    if named:
+        return named
+    if items:
+        return items
+    return ranked[:1]
+
+
 def matches(prediction: str, groups: AnswerGroups) -> bool:
     """Whether one prediction equals some gold answer or alias after normalisation."""
     key = _key(prediction)
@@ -153,11 +183,11 @@ class Correctness:
 
 
 def score(prediction: str, predictions: Sequence[str] | None, answers: Sequence[str],
-          groups: Sequence[Sequence[str]] | None = None) -> Correctness:
+          groups: Sequence[Sequence[str]] | None = None, answer_text: str | None = None) -> Correctness:
     """All per-question metrics of one prediction against the gold answers."""
     gold = answer_groups(answers, groups)
     ranked = prediction_list(prediction, predictions)
-    precision, recall, f1 = set_scores(ranked, gold)
+    precision, recall, f1 = set_scores(answer_set(prediction, predictions, answer_text), gold)
     best = ranked[0] if ranked else ""
     all_names = [name for group in gold for name in group]
     return Correctness(

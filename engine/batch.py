@@ -402,7 +402,8 @@ def finish_record(record: AnswerRecord, question: Question, method: str, config:
     if gold:
         record.extra = {**record.extra, "gold": gold}
     if question.answers:
-        record.correct = score(record.prediction, record.predictions, question.answers, groups).to_dict()
+        record.correct = score(record.prediction, record.predictions, question.answers, groups,
+                               record.extra.get("answer_text")).to_dict()
     return record.to_dict()
 
 

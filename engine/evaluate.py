@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.answer_match import (
     answer_groups,
+    answer_set,
     exact_match,
     hits_at_1,
     paper_em,
@@ -166,8 +167,10 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
         ranked = prediction_list(str(record.get("prediction") or ""), record.get("predictions"))
         hit = hits_at_1(ranked, groups)
         hits.append(float(hit))
-        ems.append(float(exact_match(ranked, groups)))
-        f1s.append(set_scores(ranked, groups)[2])
+        committed = answer_set(str(record.get("prediction") or ""), record.get("predictions"),
+                               (record.get("extra") or {}).get("answer_text"))
+        ems.append(float(exact_match(committed, groups)))
+        f1s.append(set_scores(committed, groups)[2])
         papers.append(float(paper_em(ranked[0] if ranked else "", [n for g in groups for n in g])))
         ratio = path_overlap(explored_relations(record), gold_relations) if gold_relations else None
         if ratio is not None:

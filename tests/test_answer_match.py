@@ -78,7 +78,8 @@ def test_prediction_list_falls_back_to_the_prediction() -> None:
 
 
 def test_score_bundles_every_metric() -> None:
-    result = score("Tracker", ["Tracker", "River Queen"], ["Tracker", "River Queen", "Weekend"])
+    result = score("Tracker", ["Tracker", "River Queen", "Nope"], ["Tracker", "River Queen", "Weekend"],
+                   answer_text="Tracker; River Queen")
     assert result.hits1 and not result.em and result.paper_em
     assert result.precision == 1.0 and result.recall == pytest.approx(2 / 3, abs=1e-6)
 
@@ -106,3 +107,22 @@ def test_path_overlap_is_share_of_gold_relations_found() -> None:
     assert path_overlap([*explored, "has genre"], gold) == 1.0
     assert path_overlap([], gold) == 0.0
     assert path_overlap(explored, []) is None
+
+
+def test_answer_set_is_what_the_answer_names_not_every_explored_entity() -> None:
+    from engine.answer_match import answer_set
+
+    gold = answer_groups(["Tracker", "River Queen"])
+    # a KG method ranks everything its paths reached; its answer text names two of them
+    ranked = ["Tracker", "River Queen", "Temuera Morrison", "Once Were Warriors"]
+    committed = answer_set("Tracker", ranked, "Tracker and River Queen")
+    assert committed == ["Tracker", "River Queen"]
+    assert exact_match(committed, gold)
+    assert not exact_match(ranked, gold)  # the whole ranking is not the answer
+    # a free-text list answer (io/cot) is split into items; a title with "and" is not
+    assert answer_set("A, B and C", ["A, B and C"]) == ["A", "B", "C"]
+    assert answer_set("Romeo and Juliet", ["Romeo and Juliet"]) == ["Romeo and Juliet"]
+    assert answer_set("1,000", ["1,000"]) == ["1,000"]
+    # no answer text: the best prediction alone
+    assert answer_set("X", ["X", "Y"], "") == ["X"]
+    assert answer_set("", [], None) == []

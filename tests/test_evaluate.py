@@ -53,7 +53,8 @@ def test_metrics_costs_sources_and_overlap(tmp_path: Path) -> None:
                 llm_calls=[_call(100, 10), _call(50, 5, hit=True)]),
         # right via the paper's substring only; explores one of two gold relations
         _record("q2", "the city of Paris", ["Paris"], extra=gold_rel, paths=[_kg_path("spouse")], answer_source="llm"),
-        # right, multi-answer: 1 of 2 predictions correct, 1 of 3 gold answers found
+        # right, multi-answer: the answer set is the prediction alone (no answer text names
+        # "Nope"): 1 of 1 answers correct, 1 of 3 gold answers found
         _record("q3", "Tracker", ["Tracker", "River Queen", "Weekend"], predictions=["Tracker", "Nope"],
                 extra=gold_rel, paths=[_kg_path("spouse")], answer_source="doc"),
         # an error
@@ -70,7 +71,7 @@ def test_metrics_costs_sources_and_overlap(tmp_path: Path) -> None:
     assert s["hits1"] == pytest.approx(2 / 4)  # q1, q3
     assert s["paper_em"] == pytest.approx(3 / 4)  # + q2 by substring
     assert s["em"] == pytest.approx(1 / 4)  # only q1's set is exact
-    f1_q3 = 2 * 0.5 * (1 / 3) / (0.5 + 1 / 3)
+    f1_q3 = 2 * 1.0 * (1 / 3) / (1.0 + 1 / 3)
     assert s["f1"] == pytest.approx((1 + 0 + f1_q3 + 0) / 4)
     assert s["llm_calls"] == pytest.approx(2 / 4)
     assert s["prompt_tokens"] == pytest.approx(150 / 4) and s["completion_tokens"] == pytest.approx(15 / 4)

@@ -98,7 +98,9 @@ class Pruner:
             parsed = ask(self.ctx.llm, self.record, system=system, user=user(shown),
                          schema=prompts.choice_schema(key, shown, k), stage=stage,
                          temperature=self.temperature, max_tokens=self.max_tokens)
-            chosen = list(dict.fromkeys(parsed[key]))[:k] if parsed else shown[:k]
+            chosen = list(dict.fromkeys(parsed[key]))[:k] if parsed else []
+            # a small model may repeat a name: top up in shown order so the beam keeps k
+            chosen += [c for c in shown if c not in chosen][: k - len(chosen)]
             return list(zip(chosen, rank_scores(len(chosen)), strict=True))
         scores = self._scores(unique, stage)
         order = sorted(range(len(unique)), key=lambda i: (-scores[i], i))[:k]

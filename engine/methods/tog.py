@@ -38,9 +38,10 @@ TOG_DEFAULTS: dict[str, Any] = {
     "width": 3,                    # W: beam width, relations and entities kept per depth
     "depth": 3,                    # D_max
     "prune_tool": "llm",           # llm | bm25 | embedding
-    "num_retain_entity": 5,        # tails fetched per (entity, relation): a stable sample
+    "num_retain_entity": 5,        # tails kept per (entity, relation) when there are many
+    "sample_tails_above": 20,      # ToG's code samples tails only from this many on
     "max_relations": 40,           # relation candidates shown in one prompt
-    "max_entities": 30,            # entity candidates shown in one prompt
+    "max_entities": 30,            # entity candidates shown in one prompt (and hub cap)
     "max_topic_entities": 3,       # topic entities to start from
     "temperature_exploration": 0.4,
     "temperature_reasoning": 0.0,
@@ -161,10 +162,16 @@ class _Run:
 
     # -- 3. entity search --------------------------------------------------------------------
     def search_tails(self, path: Path, rel: Relation) -> list[str]:
-        limit = int(self.config["num_retain_entity"])
+        """Tails of (end, relation) not yet on the path. As in ToG's code, a relation with
+        many tails (`sample_tails_above`) keeps a stable sample of `num_retain_entity`; a hub
+        relation is first capped at `max_entities` (a deterministic sample, see `kg.tails`)."""
+        cap = int(self.config["max_entities"])
         seen = path.nodes
-        tails = self.kg.tails(path.end, rel.id, rel.direction, limit=limit + len(seen))
-        return [t for t in tails if t not in seen][:limit]
+        tails = self.kg.tails(path.end, rel.id, rel.direction, limit=cap + len(seen))
+        tails = [t for t in tails if t not in seen][:cap]
+        if len(tails) >= int(self.config["sample_tails_above"]):
+            tails = stable_sample(tails, int(self.config["num_retain_entity"]))
+        return tails
 
     def fact_text(self, path: Path, rel: Relation) -> str:
         head, label = self.label(path.end), self.kg.relation_label(rel.id)
