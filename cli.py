@@ -97,16 +97,30 @@ def _pair(values: tuple[str, ...], sources: tuple[str, ...], option: str, defaul
     type=click.Choice(["wiki", "web", "domain"]),
     help="Collection of each --docs: wiki (entity pages), web (free text), domain (entity-linked). Default: wiki.",
 )
-@click.option("--languages", default="en", show_default=True, help="Comma-separated languages kept for labels and literals.")
-@click.option("--kg-keep", type=click.FloatRange(0.0, 1.0), default=1.0, show_default=True, help="Keep this seeded fraction of KG facts (incomplete-KG experiments).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --kg-keep.")
-@click.option("--dropped-as-docs", is_flag=True, help="Render facts dropped by --kg-keep as wiki documents about their head entity.")
-@click.option("--kg-as-docs", is_flag=True, help="Also render every KG fact as a sentence in a wiki document about its head entity (the corpus of `rag` on KG-only benchmarks).")
-@click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters.")
-@click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters.")
+@click.option("--languages", default=None, help="Comma-separated languages kept for labels and literals. Default: en.")
+@click.option("--kg-keep", type=click.FloatRange(0.0, 1.0), default=None, help="Keep this seeded fraction of KG facts (incomplete-KG experiments). Default: 1.")
+@click.option("--seed", type=int, default=None, help="Seed for --kg-keep. Default: 0.")
+@click.option("--dropped-as-docs/--no-dropped-as-docs", default=None, help="Render facts dropped by --kg-keep as wiki documents about their head entity. Default: off.")
+@click.option("--kg-as-docs/--no-kg-as-docs", default=None, help="Also render every KG fact as a sentence in a wiki document about its head entity (the corpus of `rag` on KG-only benchmarks). Default: off.")
+@click.option(
+    "--freebase-drop",
+    multiple=True,
+    metavar="PREFIX",
+    help="Drop Freebase predicates whose local name starts with PREFIX (repeatable; replaces the default list; "
+    "`none` drops none). Names, aliases and descriptions are never dropped. Default: "
+    + ", ".join(__import__("ingest.freebase", fromlist=["FREEBASE_DROP_PREFIXES"]).FREEBASE_DROP_PREFIXES),
+)
+@click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters. Default: 1000.")
+@click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters. Default: 150.")
 @click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
-@click.option("--faiss", "faiss_kind", type=click.Choice(["auto", "flat", "hnsw", "ivfpq"]), default=None, help="FAISS index kind (auto picks by size).")
-@click.option("--replace", "replace_sources", is_flag=True, help="Forget sources recorded by earlier builds; index only the ones given now.")
+@click.option("--faiss", "faiss_kind", type=click.Choice(["auto", "flat", "hnsw", "ivfpq"]), default=None, help="FAISS index kind (auto picks by size). Default: auto.")
+@click.option(
+    "--replace",
+    "replace_sources",
+    is_flag=True,
+    help="Forget the sources and options recorded by earlier builds: index only the sources given now, "
+    "with the options given now (others at their defaults). Stages whose inputs are unchanged are still reused.",
+)
 @click.option("--rebuild", is_flag=True, help="Run every stage even if its inputs are unchanged.")
 def index_cmd(
     out: Path,
@@ -115,11 +129,12 @@ def index_cmd(
     docs: tuple[Path, ...],
     docs_format: tuple[str, ...],
     collection: tuple[str, ...],
-    languages: str,
-    kg_keep: float,
-    seed: int,
-    dropped_as_docs: bool,
-    kg_as_docs: bool,
+    languages: str | None,
+    kg_keep: float | None,
+    seed: int | None,
+    dropped_as_docs: bool | None,
+    kg_as_docs: bool | None,
+    freebase_drop: tuple[str, ...],
     chunk_size: int | None,
     chunk_overlap: int | None,
     embed_model: Path | None,
@@ -130,8 +145,10 @@ def index_cmd(
     """Build or update an index folder from KG dumps and document collections.
 
     Builds are atomic (a temp folder renamed at the end) and incremental: sources recorded by
-    earlier builds are kept, and a stage whose inputs are unchanged is skipped. Malformed input
-    lines are skipped, counted and written to DIR/rejects.jsonl.
+    earlier builds are kept, and a stage whose inputs are unchanged is skipped. Options not
+    given are those the index was last built with (manifest.json), else the defaults; an option
+    given overrides them and rebuilds the stages it affects (--replace forgets them). Malformed
+    input lines are skipped, counted and written to DIR/rejects.jsonl.
 
     \b
     Examples:
@@ -141,40 +158,51 @@ def index_cmd(
     """
     from index.build import build_index
     from index.kg_stage import KgSource
-    from ingest.kg_readers import KgOptions
 
     kg_sources = [KgSource(p, f) for p, f in zip(kg, _pair(kg_format, tuple(map(str, kg)), "--kg-format", "auto"), strict=True)]
     doc_sources: list[Any] = []
-    doc_options = None
-    if docs or dropped_as_docs or kg_as_docs or chunk_size or chunk_overlap or embed_model or faiss_kind:
-        from dataclasses import replace
-
-        from index.doc_stage import DocOptions, DocSource
+    if docs:
+        from index.doc_stage import DocSource
 
         formats = _pair(docs_format, tuple(map(str, docs)), "--docs-format", "auto")
         collections = _pair(collection, tuple(map(str, docs)), "--collection", "wiki")
         doc_sources = [DocSource(p, f, c) for p, f, c in zip(docs, formats, collections, strict=True)]
-        overrides = {
-            k: v
-            for k, v in {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "embed_model": str(embed_model) if embed_model else None, "faiss_kind": faiss_kind}.items()
-            if v is not None
-        }
-        doc_options = replace(DocOptions(), **overrides)
-    kg_options = KgOptions(
-        languages=tuple(x.strip() for x in languages.split(",") if x.strip()),
-        keep_fraction=kg_keep,
-        seed=seed,
-        dropped_as_docs=dropped_as_docs,
-        kg_as_docs=kg_as_docs,
-    )
+    if "none" in freebase_drop and len(freebase_drop) > 1:
+        fail("--freebase-drop none cannot be combined with prefixes")
+    # Only the options given: build_index takes the others from the index's previous build.
+    kg_options = {
+        "languages": tuple(x.strip() for x in languages.split(",") if x.strip()) if languages is not None else None,
+        "keep_fraction": kg_keep,
+        "seed": seed,
+        "dropped_as_docs": dropped_as_docs,
+        "kg_as_docs": kg_as_docs,
+        "freebase_drop": (() if freebase_drop == ("none",) else freebase_drop) if freebase_drop else None,
+    }
+    doc_options = {
+        "chunk_size": chunk_size,
+        "chunk_overlap": chunk_overlap,
+        "embed_model": str(embed_model) if embed_model else None,  # made absolute by build_index
+        "faiss_kind": faiss_kind,
+    }
     report = run_guarded(
-        build_index, out, kg_sources, doc_sources, kg_options, doc_options, replace_sources=replace_sources, rebuild=rebuild
+        build_index,
+        out,
+        kg_sources,
+        doc_sources,
+        {k: v for k, v in kg_options.items() if v is not None},
+        {k: v for k, v in doc_options.items() if v is not None},
+        replace_sources=replace_sources,
+        rebuild=rebuild,
     )
+    if report.inherited:
+        click.echo("options of the previous build: " + ", ".join(f"{k}={v}" for k, v in report.inherited.items()))
     if report.up_to_date:
         click.echo(f"{out}: up to date, nothing to do (stages {', '.join(report.skipped)} unchanged)")
         return
-    skipped = f"; reused {', '.join(report.skipped)}" if report.skipped else ""
-    click.echo(f"{out}: built {', '.join(report.ran)}{skipped} in {report.seconds:.1f}s")
+    done = [f"built {', '.join(report.ran)}"] if report.ran else []
+    done += [f"removed {', '.join(report.removed)} (no longer has inputs)"] if report.removed else []
+    done += [f"reused {', '.join(report.skipped)}"] if report.skipped else []
+    click.echo(f"{out}: {'; '.join(done)} in {report.seconds:.1f}s")
     counts = {k: v for k, v in report.counts.items() if isinstance(v, int)}
     click.echo("  " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
     if report.rejects:

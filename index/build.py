@@ -4,10 +4,15 @@ inputs are unchanged is reused as it is).
 Stages and what their fingerprint covers:
   kg       KG sources (content) + KG options            -> kg/, entities.parquet, relations.parquet
   docs     document sources + chunking + the kg stage   -> documents.parquet, chunks.parquet, bm25/
-  vectors  the docs stage + embedding model + FAISS kind -> vectors/
+  vectors  the docs stage + embedding model (content)   -> vectors/, embeddings/
+           + FAISS kind
 
-The temp folder starts as a hard-link copy of the current index; a stage that runs deletes its
-outputs there first and writes new files, so the live index is never modified in place.
+Options not given are those the index was last built with (`build_options` in its manifest),
+else the defaults; a given option overrides, and the stages it affects rebuild.
+
+The temp folder starts as a hard-link copy of the outputs of the stages that are reused (never
+of a stage that runs or that no longer exists); a stage that runs writes new files there, so the
+live index is never modified in place.
 """
 
 from __future__ import annotations
@@ -15,19 +20,21 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import json
 import os
 import shutil
 import time
 import traceback
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from index.kg_stage import KgSource, build_kg
+from index.kg_stage import KgSource, build_kg, remove_doc_ids
 from index.manifest import read_manifest, stable_hash, write_manifest
 from index.paths import SCHEMA_VERSION, IndexPaths
 from ingest.errors import IndexError_, InputError
+from ingest.freebase import FREEBASE_DROP_PREFIXES
 from ingest.kg_readers import KgOptions
 from ingest.progress import console
 from ingest.rejects import RejectLog
@@ -36,32 +43,36 @@ from ingest.sources import fingerprint, same_content
 STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "kg": ("kg", "entities.parquet", "relations.parquet", "dropped_docs.jsonl", ".rejects-kg.jsonl"),
     "docs": ("documents.parquet", "chunks.parquet", "bm25", ".rejects-docs.jsonl"),
-    "vectors": ("vectors",),
+    "vectors": ("vectors", "embeddings"),
 }
+_Options = TypeVar("_Options")
 
 
 @dataclass
 class BuildReport:
-    """What a build did: stages run and skipped, counts, and where the index is."""
+    """What a build did: stages run, skipped and removed, counts, and where the index is."""
 
     root: Path
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # stages of the previous build that no longer exist
     counts: dict[str, Any] = field(default_factory=dict)
     rejects: int = 0
     seconds: float = 0.0
+    # options taken from the previous build (not given, and not the defaults): name -> value
+    inherited: dict[str, Any] = field(default_factory=dict)
 
     @property
     def up_to_date(self) -> bool:
-        return not self.ran
+        return not self.ran and not self.removed
 
 
 def build_index(
     out: Path,
     kg_sources: list[KgSource],
     doc_sources: list[Any],
-    kg_options: KgOptions | None = None,
-    doc_options: Any | None = None,
+    kg_options: KgOptions | Mapping[str, Any] | None = None,
+    doc_options: Any | Mapping[str, Any] | None = None,
     *,
     replace_sources: bool = False,
     rebuild: bool = False,
@@ -69,9 +80,12 @@ def build_index(
     """Create or update the index at `out` from the given sources.
 
     Sources already recorded in the manifest are kept (a source given again with the same path
-    replaces its entry), unless `replace_sources`. `rebuild` runs every stage.
+    replaces its entry). A KgOptions / DocOptions object is used as it is; a mapping gives only
+    the options to change, and None changes none: every other option is the one recorded by the
+    last build, else its default. `replace_sources` forgets the recorded sources and options:
+    the index is made of what is given now (a stage whose inputs are unchanged is still reused).
+    `rebuild` runs every stage.
     """
-    kg_options = kg_options or KgOptions()
     out = out.resolve()
     started = time.monotonic()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -80,34 +94,48 @@ def build_index(
         old = read_manifest(IndexPaths(out)) if (out / "manifest.json").exists() else None
         if out.exists() and old is None and any(out.iterdir()):
             raise IndexError_(f"{out}: exists, is not empty and is not an index; choose another --out")
-        recorded_kg, recorded_docs = ([], []) if (old is None or replace_sources) else _recorded(old)
+        forget = old is None or replace_sources
+        recorded_kg, recorded_docs = ([], []) if forget else _recorded(old)
         kg_entries = _merge(recorded_kg, [_kg_entry(s) for s in kg_sources])
         doc_entries = _merge(recorded_docs, [_doc_entry(s) for s in doc_sources])
         if not kg_entries and not doc_entries:
             raise InputError("nothing to index: give at least one --kg or --docs source")
-        if doc_options is None and (doc_entries or kg_options.dropped_as_docs or kg_options.kg_as_docs):
-            from index.doc_stage import DocOptions  # documents stage, imported lazily (heavy deps)
-
-            doc_options = DocOptions()
-        fingerprints = _stage_fingerprints(kg_entries, doc_entries, kg_options, doc_options)
+        recorded_options = {} if forget else (old or {}).get("build_options") or {}
+        report = BuildReport(root=out)
+        kg_options = _resolve_options(KgOptions, kg_options, recorded_options.get("kg"), report.inherited)
+        has_docs = _has_docs(kg_entries, doc_entries, kg_options)
+        doc_options = _doc_options(doc_options, recorded_options.get("docs"), has_docs, report.inherited)
+        if doc_options is not None:
+            doc_options = _absolute_model(doc_options)
+        model_fp = _model_fingerprint(doc_options.embed_model) if has_docs else None
+        fingerprints = _stage_fingerprints(kg_entries, doc_entries, kg_options, doc_options, model_fp)
         old_stages = (old or {}).get("stages", {})
         to_run = [
             name
             for name, fp in fingerprints.items()
             if fp is not None and (rebuild or old_stages.get(name, {}).get("fingerprint") != fp)
         ]
-        report = BuildReport(root=out)
-        if not to_run and old is not None and set(old_stages) == {k for k, v in fingerprints.items() if v}:
+        reused = [name for name, fp in fingerprints.items() if fp is not None and name not in to_run]
+        build_options = _build_options(kg_options, doc_options)
+        if (
+            not to_run
+            and old is not None
+            and set(old_stages) == set(reused)
+            and old.get("build_options") == build_options
+        ):
             report.skipped = list(old_stages)
             report.counts = old.get("counts", {})
             return report
         _check_readable(kg_entries, doc_entries, to_run)
+        report.removed = [name for name in old_stages if fingerprints.get(name) is None]
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        _hardlink_copy(out, tmp, skip=[p for name in to_run for p in STAGE_OUTPUTS[name]])
+        _hardlink_copy(out, tmp, keep=[p for name in reused for p in STAGE_OUTPUTS[name]])
         paths = IndexPaths(tmp)
         stages: dict[str, Any] = {}
         try:
+            if "kg" in reused and fingerprints["docs"] is None and paths.entities.exists():
+                remove_doc_ids(paths.entities)  # links to documents the index no longer has
             for name, fp in fingerprints.items():
                 if fp is None:
                     continue
@@ -119,7 +147,7 @@ def build_index(
                 stages[name] = {"fingerprint": fp, "counts": counts, "built": time.time()}
                 report.ran.append(name)
             report.rejects = _merge_rejects(paths)
-            manifest = _manifest(old, stages, kg_entries, doc_entries, kg_options, doc_options, report.rejects)
+            manifest = _manifest(old, stages, kg_entries, doc_entries, build_options, report.rejects)
             write_manifest(paths, manifest)
         except BaseException as exc:
             # The traceback's frames still hold the half-built store open; release it first.
@@ -132,6 +160,63 @@ def build_index(
         report.counts = manifest["counts"]
         report.seconds = time.monotonic() - started
         return report
+
+
+def _resolve_options(
+    cls: type[_Options], given: Any, recorded: Mapping[str, Any] | None, inherited: dict[str, Any]
+) -> _Options:
+    """`given` itself when it is a `cls`; otherwise the recorded options (unknown names are
+    ignored) updated with the mapping `given`. Recorded values that differ from the defaults
+    and were not given are added to `inherited`."""
+    if isinstance(given, cls):
+        return given
+    default = cls()
+    names = {f.name for f in fields(default)}
+    overrides = dict(given or {})
+    if unknown := sorted(set(overrides) - names):
+        raise ValueError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}")
+    base = {
+        name: tuple(value) if isinstance(getattr(default, name), tuple) and value is not None else value
+        for name, value in (recorded or {}).items()
+        if name in names
+    }
+    options = cls(**(base | overrides))
+    inherited.update(
+        {name: value for name, value in base.items() if name not in overrides and value != getattr(default, name)}
+    )
+    return options
+
+
+def _doc_options(given: Any, recorded: Mapping[str, Any] | None, has_docs: bool, inherited: dict[str, Any]) -> Any:
+    """The DocOptions of this build: None when there are no documents and no options were
+    given or recorded (so that a KG-only build does not import the documents stage)."""
+    if not given and not recorded and not has_docs:
+        return None
+    from index.doc_stage import DocOptions  # documents stage, imported lazily (heavy deps)
+
+    return _resolve_options(DocOptions, given, recorded, inherited)
+
+
+def _absolute_model(doc_options: Any) -> Any:
+    """`doc_options` with `embed_model` as an absolute path when it names a folder (so that the
+    manifest does not depend on the folder a build ran in); None and other names are kept."""
+    model = doc_options.embed_model
+    if model is None or not Path(model).expanduser().is_dir():
+        return doc_options
+    return replace(doc_options, embed_model=str(Path(model).expanduser().resolve()))
+
+
+def _model_fingerprint(model: str | None) -> str:
+    """The content fingerprint of the embedding model (ModelError when it cannot be found)."""
+    from engine.embedder import model_fingerprint, resolve_model_path
+
+    return model_fingerprint(resolve_model_path(model))
+
+
+def _build_options(kg_options: KgOptions, doc_options: Any) -> dict[str, Any]:
+    """The options as the manifest records them (JSON types, so they compare with a read one)."""
+    options = {"kg": asdict(kg_options), "docs": asdict(doc_options) if doc_options is not None else None}
+    return dict(json.loads(json.dumps(options, default=str)))
 
 
 def _run_stage(
@@ -160,13 +245,25 @@ def _run_stage(
         finally:
             rejects.close()
     if name == "vectors":
-        return build_vectors(paths, doc_options, _cache_dir(out))
+        # texts the live index already embedded with the same model are not embedded again
+        return build_vectors(paths, doc_options, _cache_dir(out), previous=out / "embeddings")
     raise AssertionError(name)
 
 
+def _has_docs(kg_entries: list[dict[str, Any]], doc_entries: list[dict[str, Any]], kg_options: KgOptions) -> bool:
+    """Whether the index gets documents: document sources, or documents rendered from KG facts."""
+    derived = kg_options.kg_as_docs or (kg_options.dropped_as_docs and kg_options.keep_fraction < 1.0)
+    return bool(doc_entries) or bool(kg_entries and derived)
+
+
 def _stage_fingerprints(
-    kg_entries: list[dict[str, Any]], doc_entries: list[dict[str, Any]], kg_options: KgOptions, doc_options: Any
+    kg_entries: list[dict[str, Any]],
+    doc_entries: list[dict[str, Any]],
+    kg_options: KgOptions,
+    doc_options: Any,
+    model_fingerprint: str | None,
 ) -> dict[str, str | None]:
+    """Stage name -> fingerprint of everything its outputs depend on (None: no such stage)."""
     def content(entries: list[dict[str, Any]]) -> list[Any]:
         return [
             {k: e[k] for k in ("path", "format", "collection") if k in e}
@@ -174,14 +271,18 @@ def _stage_fingerprints(
             for e in entries
         ]
 
-    kg_fp = stable_hash([content(kg_entries), asdict(kg_options)]) if kg_entries else None
-    derived = kg_options.kg_as_docs or (kg_options.dropped_as_docs and kg_options.keep_fraction < 1.0)
-    has_docs = bool(doc_entries) or bool(kg_entries and derived)
+    kg_values = asdict(kg_options)
+    if kg_options.freebase_drop == FREEBASE_DROP_PREFIXES:
+        # the default list is left out: indexes built before the option existed stay valid
+        del kg_values["freebase_drop"]
+    kg_fp = stable_hash([content(kg_entries), kg_values]) if kg_entries else None
+    has_docs = _has_docs(kg_entries, doc_entries, kg_options)
     options = asdict(doc_options) if doc_options is not None else {}
     chunking = {k: options.get(k) for k in ("chunk_size", "chunk_overlap")}
     docs_fp = stable_hash([content(doc_entries), chunking, kg_fp]) if has_docs else None
-    # batch and shard sizes change how vectors are computed, not what they are
-    embedding = {k: options.get(k) for k in ("embed_model", "faiss_kind", "entity_vectors")}
+    # The model by its content, not its path (a copied or moved model folder embeds the same);
+    # batch and shard sizes change how vectors are computed, not what they are.
+    embedding = {k: options.get(k) for k in ("faiss_kind", "entity_vectors")} | {"model": model_fingerprint}
     vectors_fp = stable_hash([docs_fp, embedding]) if has_docs else None
     return {"kg": kg_fp, "docs": docs_fp, "vectors": vectors_fp}
 
@@ -250,8 +351,7 @@ def _manifest(
     stages: dict[str, Any],
     kg_entries: list[dict[str, Any]],
     doc_entries: list[dict[str, Any]],
-    kg_options: KgOptions,
-    doc_options: Any,
+    build_options: dict[str, Any],
     rejects: int,
 ) -> dict[str, Any]:
     counts: dict[str, Any] = {"rejects": rejects}
@@ -266,7 +366,7 @@ def _manifest(
         "sources": {"kg": strip, "docs": doc_entries},
         "stages": stages,
         "counts": counts,
-        "build_options": {"kg": asdict(kg_options), "docs": asdict(doc_options) if doc_options else None},
+        "build_options": build_options,
     }
     if "vectors" in stages:
         manifest["embedding"] = {
@@ -293,12 +393,13 @@ def _merge_rejects(paths: IndexPaths) -> int:
     return total
 
 
-def _hardlink_copy(src: Path, dst: Path, skip: list[str]) -> None:
+def _hardlink_copy(src: Path, dst: Path, keep: list[str]) -> None:
+    """Create `dst` with hard links to the entries of `src` named in `keep` (the outputs of the
+    reused stages): outputs of a stage that runs or no longer exists are not carried over."""
     dst.mkdir(parents=True)
-    if not src.exists():
-        return
-    for child in src.iterdir():
-        if child.name in skip or child.name in ("manifest.json", "rejects.jsonl"):
+    for name in keep:
+        child = src / name
+        if not child.exists():
             continue
         if child.is_dir():
             shutil.copytree(child, dst / child.name, copy_function=os.link)

@@ -356,9 +356,12 @@ def _write_doc_ids(entities: Path, doc_ids_of: dict[str, list[str]]) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def build_vectors(paths: IndexPaths, options: DocOptions, cache_dir: Path) -> dict[str, object]:
+def build_vectors(
+    paths: IndexPaths, options: DocOptions, cache_dir: Path, previous: Path | None = None
+) -> dict[str, object]:
     """Embed chunks (and entity labels) and write vectors/ and embeddings/; resumable through
-    shards in `cache_dir`, and only texts the previous build did not embed are embedded.
+    shards in `cache_dir`, and only texts the previous build did not embed are embedded: their
+    vectors come from `previous` (an earlier build's embeddings/; default: `paths.embeddings`).
     Returns {model, dim, model_fingerprint, ...} for the manifest."""
     from engine.embedder import SentenceTransformerEmbedder
 
@@ -375,15 +378,16 @@ def build_vectors(paths: IndexPaths, options: DocOptions, cache_dir: Path) -> di
     }
     count = pq.ParquetFile(paths.chunks).metadata.num_rows
     chunk_ids = pq.read_table(paths.chunks, columns=["chunk_id"]).column(0).to_pylist()
+    previous = previous or paths.embeddings
     stats = [
         _embed_kind("chunks", lambda: chunk_texts(paths.chunks), count, {"chunk_id": chunk_ids},
-                    embedder, paths, options, cache_dir, vectors_tmp, store_tmp, meta)
+                    embedder, previous, options, cache_dir, vectors_tmp, store_tmp, meta)
     ]
     if options.entity_vectors and paths.entities.exists():
         entity_ids, names = entity_names(paths.entities)
         if names:
             stats.append(_embed_kind("entities", lambda: iter([names]), len(names), {"entity": entity_ids, "name": names},
-                                     embedder, paths, options, cache_dir, vectors_tmp, store_tmp, meta))
+                                     embedder, previous, options, cache_dir, vectors_tmp, store_tmp, meta))
     write_meta(vectors_tmp, meta)
     write_meta(store_tmp, {k: meta[k] for k in ("model", "dim", "model_fingerprint")})
     for tmp, final in ((vectors_tmp, paths.vectors), (store_tmp, paths.embeddings)):
@@ -417,7 +421,7 @@ def _embed_kind(
     count: int,
     ids: dict[str, list[str]],
     embedder: Any,
-    paths: IndexPaths,
+    previous_dir: Path,
     options: DocOptions,
     cache_dir: Path,
     vectors_dir: Path,
@@ -425,7 +429,7 @@ def _embed_kind(
     meta: dict[str, Any],
 ) -> ShardStats:
     """Embed one kind (chunks or entity names), write its FAISS index, ids, vectors and keys."""
-    previous = PreviousVectors.open(paths.embeddings, kind, embedder.fingerprint, embedder.dim)
+    previous = PreviousVectors.open(previous_dir, kind, embedder.fingerprint, embedder.dim)
     shards, keys, stats = embed_in_shards(kind, read_texts, count, embedder, cache_dir, options.shard_size, previous)
     del previous  # release the memory map of the previous build's vectors
     meta[kind] = write_index(kind, shards, embedder.dim, vectors_dir, options.faiss_kind, store_dir=store_dir)

@@ -5,6 +5,7 @@ entity and relation tables from the store itself (so duplicates and --kg-keep ar
 from __future__ import annotations
 
 import json
+import os
 import queue
 import random
 import threading
@@ -121,6 +122,22 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
         counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix="kgdoc", append=True)
     del store
     return counts
+
+
+def remove_doc_ids(entities: Path) -> None:
+    """Drop the `doc_ids` column that the documents stage adds to entities.parquet (for an index
+    that no longer has documents). Temp file + rename: the old file may be hard-linked into the
+    live index and must not change. Nothing to do when there is no such column."""
+    source = pq.ParquetFile(entities)
+    schema = source.schema_arrow
+    if "doc_ids" not in schema.names:
+        return
+    schema = schema.remove(schema.get_field_index("doc_ids"))
+    tmp = entities.with_name(entities.name + ".tmp")
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for batch in source.iter_batches(batch_size=65536, columns=schema.names):
+            writer.write_table(pa.Table.from_batches([batch]).cast(schema))
+    os.replace(tmp, entities)
 
 
 class _StoreWriter:

@@ -14,7 +14,7 @@ from ingest.doc_records import Document
 from ingest.errors import InputError
 from ingest.progress import Reporter, progress_bar
 from ingest.rejects import Reject, RejectLog
-from ingest.sources import check_file, open_input
+from ingest.sources import STREAM_ERRORS, check_file, open_input
 from ingest.wikipedia import read_wikiextractor, read_wikipedia_xml
 
 DOC_FORMATS = ("auto", "jsonl", "wikipedia-xml", "wikiextractor", "files", "hotpot")
@@ -69,7 +69,7 @@ def detect_doc_format(path: Path) -> str:
     stream, _ = open_input(path)
     try:
         head = stream.read(1 << 16).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    except (EOFError, OSError) as exc:
+    except STREAM_ERRORS as exc:
         raise InputError(f"{path}: cannot read ({exc})") from exc
     finally:
         stream.close()
@@ -101,7 +101,11 @@ def detect_doc_format(path: Path) -> str:
 
 
 def read_jsonl(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
-    """One JSON object per line with "id" and "text" (and "title", optional "entity")."""
+    """One JSON object per line with "id" and "text" (and "title", optional "entity").
+
+    A line that is not valid UTF-8 is rejected with its line number (never decoded with
+    replacement characters); a truncated compressed file keeps the documents before the damage.
+    """
     stream, counter = open_input(path)
     last = 0
     try:
@@ -109,16 +113,26 @@ def read_jsonl(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[D
             if counter.bytes_read != last:
                 reporter.advance(counter.bytes_read - last)
                 last = counter.bytes_read
-            line = raw.decode("utf-8", errors="replace").strip()
+            line = _utf8_line(raw, path, line_no, rejects)
             if not line:
                 continue
             doc = _jsonl_record(line, path, line_no, rejects)
             if doc is not None:
                 yield doc
-    except (EOFError, OSError) as exc:
+    except STREAM_ERRORS as exc:
         rejects.add(Reject(str(path), None, f"compressed stream is truncated or corrupt: {exc}"))
     finally:
         stream.close()
+
+
+def _utf8_line(raw: bytes, path: Path, line_no: int, rejects: RejectLog) -> str | None:
+    """The stripped text of a line (a leading byte-order mark dropped), or None after rejecting it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        rejects.add(Reject(str(path), line_no, f"invalid UTF-8 at byte {exc.start}", raw.decode("utf-8", "replace")))
+        return None
+    return text.lstrip("\ufeff").strip() if line_no == 1 else text.strip()
 
 
 def _jsonl_record(line: str, path: Path, line_no: int, rejects: RejectLog) -> Document | None:
@@ -277,7 +291,7 @@ def read_hotpot(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[
         data = json.load(stream)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a JSON question file ({exc})") from exc
-    except (EOFError, OSError) as exc:
+    except STREAM_ERRORS as exc:
         raise InputError(f"{path}: cannot read ({exc})") from exc
     finally:
         stream.close()

@@ -1,8 +1,32 @@
-"""Repairs for the Freebase RDF dump's known malformed lines (tried only on lines that fail)."""
+"""Freebase specifics kept free of heavy imports (the CLI's --help shows the drop list): the
+predicates dropped by default, and repairs for the dump's known malformed lines (tried only on
+lines that fail).
+"""
 
 from __future__ import annotations
 
 import re
+
+# Freebase predicates that say nothing a reasoning path can use (keys, typing, bookkeeping, web
+# links). Prefix match on the local name (after http://rdf.freebase.com/ns/). `common.*` is
+# dropped except the three predicates routed to entity metadata (name, alias, description),
+# which are never dropped. `index --freebase-drop` replaces this list.
+FREEBASE_DROP_PREFIXES: tuple[str, ...] = (
+    "type.object.key",
+    "type.object.type",
+    "type.object.permission",
+    "type.object.id",
+    "type.type.",
+    "type.property.",
+    "type.user.",
+    "type.namespace.",
+    "type.content",
+    "freebase.",
+    "common.",
+    "kg.",
+    "user.",
+    "dataworld.",
+)
 
 _IRI = re.compile(rb"<([^<>\s]*(?:\s[^<>]*)?)>")
 _BAD_IRI_CHARS = re.compile(rb'[ "{}|^`\\]')

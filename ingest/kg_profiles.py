@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 import pyoxigraph as ox
 
+from ingest.freebase import FREEBASE_DROP_PREFIXES
 from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
 from ingest.terms import (
     FREEBASE_NS,
@@ -26,24 +27,6 @@ from ingest.terms import (
 DEFAULT_GRAPH = ox.DefaultGraph()
 _META_PREDICATES = {RDFS_LABEL: LABEL, SKOS_ALT_LABEL: ALIAS, SCHEMA_DESCRIPTION: DESCRIPTION}
 
-# Freebase predicates that say nothing a reasoning path can use (keys, typing, bookkeeping, web
-# links). `common.*` is dropped except the three routed to metadata. Prefix match on the local name.
-FREEBASE_DROP_PREFIXES: tuple[str, ...] = (
-    "type.object.key",
-    "type.object.type",
-    "type.object.permission",
-    "type.object.id",
-    "type.type.",
-    "type.property.",
-    "type.user.",
-    "type.namespace.",
-    "type.content",
-    "freebase.",
-    "common.",
-    "kg.",
-    "user.",
-    "dataworld.",
-)
 FREEBASE_META = {
     "type.object.name": LABEL,
     "common.topic.alias": ALIAS,
@@ -91,7 +74,11 @@ class GenericProfile:
 
 @dataclass
 class FreebaseProfile:
-    """The Freebase RDF dump: m./g. subjects, entity or English/untyped/typed literal objects."""
+    """The Freebase RDF dump: m./g. subjects, entity or English/untyped/typed literal objects.
+
+    Predicates whose local name starts with one of `drop_prefixes` are dropped (metadata
+    predicates are routed first and never dropped).
+    """
 
     languages: frozenset[str] = frozenset({"en"})
     drop_prefixes: tuple[str, ...] = FREEBASE_DROP_PREFIXES

@@ -9,11 +9,11 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from ingest.errors import InputError
-from ingest.freebase import mend_freebase_line
+from ingest.freebase import FREEBASE_DROP_PREFIXES, mend_freebase_line
 from ingest.kg_batch import KgBatch
 from ingest.kg_profiles import FreebaseProfile, GenericProfile, WikidataProfile
 from ingest.rdf_reader import read_line_rdf, read_turtle
-from ingest.sources import check_file, open_input
+from ingest.sources import STREAM_ERRORS, check_file, open_input
 from ingest.tsv import read_metaqa, read_tsv
 from ingest.wikidata_json import read_wikidata_json
 
@@ -31,6 +31,14 @@ class KgOptions:
     # Render every fact as a sentence in a document about its head entity (a text-only view of
     # the KG: the corpus of the `rag` baseline on KG-only benchmarks such as MetaQA).
     kg_as_docs: bool = False
+    # Freebase predicates dropped by local-name prefix (the `freebase` format only).
+    freebase_drop: tuple[str, ...] = FREEBASE_DROP_PREFIXES
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.keep_fraction <= 1.0:
+            raise InputError(f"--kg-keep must be between 0 and 1 (got {self.keep_fraction})")
+        if any(not prefix.strip() for prefix in self.freebase_drop):
+            raise InputError("--freebase-drop: a prefix must not be empty (it would drop every predicate)")
 
 
 def _base_suffix(path: Path) -> str:
@@ -49,7 +57,7 @@ def detect_kg_format(path: Path) -> str:
     stream, _ = open_input(path)
     try:
         head = stream.read(4096)
-    except (EOFError, OSError) as exc:
+    except STREAM_ERRORS as exc:
         raise InputError(f"{path}: compressed stream is truncated or corrupt ({exc})") from exc
     finally:
         stream.close()
@@ -79,13 +87,14 @@ def read_kg(path: Path, fmt: str, options: KgOptions) -> Iterator[KgBatch]:
     if fmt == "tsv":
         return read_tsv(path)
     if fmt == "wikidata-json":
-        return read_wikidata_json(path, languages)
+        return read_wikidata_json(path, options.languages)  # order = label priority
     if fmt == "ntriples":
         return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, GenericProfile(languages))
     if fmt == "nquads":
         return read_line_rdf(path, ox.RdfFormat.N_QUADS, GenericProfile(languages))
     if fmt == "freebase":
-        return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, FreebaseProfile(languages), mend=mend_freebase_line)
+        profile = FreebaseProfile(languages, options.freebase_drop)
+        return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, profile, mend=mend_freebase_line)
     if fmt == "turtle":
         return read_turtle(path, GenericProfile(languages))
     if fmt == "wikidata":

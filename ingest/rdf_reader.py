@@ -17,7 +17,7 @@ from ingest.errors import InputError
 from ingest.kg_batch import KgBatch
 from ingest.kg_profiles import Profile
 from ingest.rejects import Reject
-from ingest.sources import iter_lines, open_input
+from ingest.sources import STREAM_ERRORS, iter_lines, open_input
 
 Mend = Callable[[bytes], bytes | None]
 _TURTLE_BATCH = 50_000
@@ -87,13 +87,18 @@ def _reason(error: Exception, line: bytes) -> str:
 
 
 def read_turtle(path: Path, profile: Profile, fmt: ox.RdfFormat = ox.RdfFormat.TURTLE) -> Iterator[KgBatch]:
-    """Stream a Turtle (or TriG) file; syntax errors are recorded and the parser resumes after them."""
+    """Stream a Turtle (or TriG) file; syntax errors are recorded and the parser resumes after them.
+
+    A truncated or corrupt compressed file raises InputError naming it (the build then leaves
+    no index behind); invalid UTF-8 is a syntax error like any other: rejected with its line.
+    """
     name = str(path)
     stream, counter = open_input(path)
     parser = ox.parse(stream, fmt)
     pending: list[ox.Quad] = []
     batch = KgBatch()
     consecutive_errors = 0
+    last_rejected: int | None = None
     try:
         while True:
             try:
@@ -106,9 +111,12 @@ def read_turtle(path: Path, profile: Profile, fmt: ox.RdfFormat = ox.RdfFormat.T
                 if consecutive_errors > _MAX_CONSECUTIVE_ERRORS:
                     raise InputError(f"{name}: too many consecutive syntax errors, giving up") from exc
                 line = exc.lineno if isinstance(exc.lineno, int) else None
+                if line is not None and line == last_rejected:
+                    continue  # the parser can report one bad line twice (invalid UTF-8 does)
+                last_rejected = line
                 batch.rejects.append(Reject(name, line, exc.msg if hasattr(exc, "msg") else str(exc)))
                 continue
-            except (EOFError, OSError) as exc:
+            except STREAM_ERRORS as exc:
                 raise InputError(f"{name}: compressed stream is truncated or corrupt ({exc})") from exc
             pending.append(quad)
             if len(pending) >= _TURTLE_BATCH:

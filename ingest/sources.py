@@ -6,6 +6,7 @@ import bz2
 import gzip
 import hashlib
 import io
+import zlib
 from pathlib import Path
 from typing import BinaryIO
 
@@ -14,6 +15,10 @@ from ingest.errors import InputError
 # Above this size a source is fingerprinted by size + mtime only (hashing a 100 GB dump twice
 # would cost more than the incremental build saves).
 HASH_LIMIT_BYTES = 256 * 1024 * 1024
+
+# What reading a damaged compressed stream raises: EOFError (truncated), OSError and its
+# gzip.BadGzipFile (bad header, CRC), zlib.error (corrupt deflate data, not an OSError).
+STREAM_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError, zlib.error)
 
 
 def check_file(path: Path) -> Path:
@@ -69,7 +74,7 @@ def iter_lines(path: Path, batch_bytes: int = 4 << 20):  # type: ignore[no-untyp
     """Yield (first_line_number, [raw lines], raw_bytes_read) batches of a text file, in order.
 
     A truncated or corrupt compressed file raises InputError naming it, after every complete
-    batch before the damage has been yielded.
+    batch before the damage has been yielded; so does a compressed file that holds no data.
     """
     stream, counter = open_input(path)
     line_no = 1
@@ -77,9 +82,11 @@ def iter_lines(path: Path, batch_bytes: int = 4 << 20):  # type: ignore[no-untyp
         while True:
             try:
                 lines = stream.readlines(batch_bytes)
-            except (EOFError, OSError, gzip.BadGzipFile) as exc:
+            except STREAM_ERRORS as exc:
                 raise InputError(f"{path}: compressed stream is truncated or corrupt ({exc})") from exc
             if not lines:
+                if line_no == 1:
+                    raise InputError(f"{path}: file is empty (no data after decompression)")
                 return
             yield line_no, lines, counter.bytes_read
             line_no += len(lines)

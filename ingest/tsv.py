@@ -68,8 +68,11 @@ def read_tsv(path: Path) -> Iterator[KgBatch]:
                 continue
             if not text.strip():
                 continue
-            fields = next(csv.reader(io.StringIO(text), delimiter=delimiter)) if delimiter == "," else text.split("\t")
-            fields = [f.strip() for f in fields]
+            try:
+                fields = _split(text, delimiter)
+            except csv.Error as exc:
+                batch.rejects.append(Reject(name, line_no, f"malformed CSV ({exc})", text))
+                continue
             if len(fields) != 3 or not all(fields):
                 batch.rejects.append(Reject(name, line_no, f"expected 3 non-empty fields, got {len(fields)}", text))
                 continue
@@ -77,21 +80,34 @@ def read_tsv(path: Path) -> Iterator[KgBatch]:
         yield batch
 
 
-def _read_dict(path: Path) -> dict[str, str]:
+def _split(text: str, delimiter: str) -> list[str]:
+    """The stripped fields of one line (CSV quoting rules for comma-separated files)."""
+    fields = next(csv.reader(io.StringIO(text), delimiter=delimiter)) if delimiter == "," else text.split("\t")
+    return [f.strip() for f in fields]
+
+
+def _read_dict(path: Path) -> tuple[dict[str, str], list[Reject]]:
+    """An `id<TAB>name` dictionary; a malformed line is rejected (file, line, reason), not fatal."""
     check_file(path)
+    name = str(path)
     mapping: dict[str, str] = {}
+    rejects: list[Reject] = []
     for line_no, raw in enumerate(path.read_bytes().splitlines(), start=1):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{path}:{line_no}: invalid UTF-8") from exc
+            rejects.append(Reject(name, line_no, f"invalid UTF-8 at byte {exc.start}", raw.decode("utf-8", "replace")))
+            continue
         if not text.strip():
             continue
         parts = text.split("\t")
-        if len(parts) != 2:
-            raise InputError(f"{path}:{line_no}: expected 'id<TAB>name', got {text[:80]!r}")
-        mapping[parts[0]] = parts[1]
-    return mapping
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            rejects.append(Reject(name, line_no, "expected 'id<TAB>name'", text))
+            continue
+        mapping[parts[0].strip()] = parts[1]
+    if not mapping:
+        raise InputError(f"{path}: no 'id<TAB>name' line could be read ({len(rejects)} rejected)")
+    return mapping, rejects
 
 
 def metaqa_files(folder: Path) -> tuple[Path, Path, list[Path]]:
@@ -113,23 +129,38 @@ def metaqa_files(folder: Path) -> tuple[Path, Path, list[Path]]:
 def read_metaqa(folder: Path) -> Iterator[KgBatch]:
     """Read a MetaQA KB folder: id triples resolved through the two dictionaries."""
     entities_path, relations_path, triple_files = metaqa_files(folder)
-    entities, relations = _read_dict(entities_path), _read_dict(relations_path)
+    entities, entity_rejects = _read_dict(entities_path)
+    relations, relation_rejects = _read_dict(relations_path)
+    if entity_rejects or relation_rejects:
+        yield KgBatch(rejects=entity_rejects + relation_rejects)
     minter = _Minter()
     for triples in triple_files:
         name = str(triples)
         for first_line, lines, bytes_read in iter_lines(triples):
             batch = KgBatch(lines=len(lines), bytes_read=bytes_read)
             for offset, raw in enumerate(lines):
-                parts = raw.decode("utf-8", "replace").strip().split("\t")
-                if parts == [""]:
-                    continue
-                if len(parts) != 3:
-                    batch.rejects.append(Reject(name, first_line + offset, f"expected 3 ids, got {len(parts)}", "\t".join(parts)))
-                    continue
-                try:
-                    head, rel, tail = entities[parts[0]], relations[parts[1]], entities[parts[2]]
-                except KeyError as exc:
-                    batch.rejects.append(Reject(name, first_line + offset, f"unknown id {exc.args[0]!r}", "\t".join(parts)))
-                    continue
-                minter.add(head, rel, tail, batch)
+                reject = _metaqa_triple(raw, entities, relations, minter, batch)
+                if reject is not None:
+                    batch.rejects.append(Reject(name, first_line + offset, *reject))
             yield batch
+
+
+def _metaqa_triple(
+    raw: bytes, entities: dict[str, str], relations: dict[str, str], minter: _Minter, batch: KgBatch
+) -> tuple[str, str] | None:
+    """Add one id triple line to `batch`; return (reason, text) when it is rejected instead."""
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start}", raw.decode("utf-8", "replace").strip()
+    if not text:
+        return None
+    parts = [p.strip() for p in text.split("\t")]
+    if len(parts) != 3:
+        return f"expected 3 ids, got {len(parts)}", text
+    lookups = (("entity", parts[0], entities), ("relation", parts[1], relations), ("entity", parts[2], entities))
+    for kind, key, mapping in lookups:
+        if key not in mapping:
+            return f"unknown {kind} id {key!r}", text
+    minter.add(entities[parts[0]], relations[parts[1]], entities[parts[2]], batch)
+    return None

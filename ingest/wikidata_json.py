@@ -9,7 +9,8 @@ descriptions and sitelinks in the chosen languages become metadata.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,53 +22,118 @@ from ingest.sources import iter_lines
 from ingest.terms import WIKIDATA_DIRECT, WIKIDATA_ENTITY
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
+# Exceptions that mean "this entity's JSON has an unexpected shape" while routing it.
+_SHAPE_ERRORS = (KeyError, TypeError, AttributeError, ValueError)
 
 
-def read_wikidata_json(path: Path, languages: frozenset[str]) -> Iterator[KgBatch]:
+@dataclass
+class _Routed:
+    """What one entity contributes; merged into the batch only once the whole entity is routed."""
+
+    facts: list[ox.Quad] = field(default_factory=list)
+    meta: list[tuple[str, str, str]] = field(default_factory=list)
+    no_value: int = 0
+
+
+def read_wikidata_json(path: Path, languages: Iterable[str]) -> Iterator[KgBatch]:
+    """Read the dump as batches; a line that is not a usable entity is rejected with its line number.
+
+    `languages` are in priority order: an entity's label, description and Wikipedia title come
+    from the first of them that has one (a set has no order and is sorted instead).
+    """
     name = str(path)
+    order = language_order(languages)
     for first_line, lines, bytes_read in iter_lines(path, batch_bytes=8 << 20):
         batch = KgBatch(lines=len(lines), bytes_read=bytes_read)
         for offset, raw in enumerate(lines):
             text = raw.strip().rstrip(b",")
             if text in (b"", b"[", b"]"):
                 continue
-            try:
-                entity = json.loads(text)
-                _route_entity(entity, languages, batch)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                reason = "invalid JSON" if isinstance(exc, ValueError) else f"unexpected entity shape ({exc!r})"
-                if isinstance(exc, UnicodeDecodeError):
-                    reason = "invalid UTF-8"
-                batch.rejects.append(
-                    Reject(name, first_line + offset, reason, raw[:200].decode("utf-8", "replace"))
-                )
+            routed = _entity_or_reason(text, order)
+            if isinstance(routed, str):
+                batch.rejects.append(Reject(name, first_line + offset, routed, raw[:200].decode("utf-8", "replace")))
+                continue
+            batch.facts.extend(routed.facts)
+            batch.meta.extend(routed.meta)
+            if routed.no_value:
+                batch.filtered["no usable value"] += routed.no_value
         yield batch
 
 
-def _route_entity(entity: dict[str, Any], languages: frozenset[str], batch: KgBatch) -> None:
+def language_order(languages: Iterable[str]) -> tuple[str, ...]:
+    """Languages in priority order, without repeats; an unordered set is sorted (same every run)."""
+    if isinstance(languages, set | frozenset):
+        return tuple(sorted(languages))
+    return tuple(dict.fromkeys(languages))
+
+
+def _entity_or_reason(text: bytes, languages: tuple[str, ...]) -> _Routed | str:
+    """The routed entity of one dump line, or why the line is rejected."""
+    try:
+        entity = json.loads(text)
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start}"
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON: {exc.msg} (column {exc.colno})"
+    except (ValueError, RecursionError) as exc:
+        return f"invalid JSON ({exc})"
+    if not isinstance(entity, dict):
+        return f"expected a JSON object, got {type(entity).__name__}"
+    try:
+        return _route_entity(entity, languages)
+    except _SHAPE_ERRORS as exc:
+        return f"unexpected entity shape ({exc!r})"
+
+
+def _route_entity(entity: dict[str, Any], languages: tuple[str, ...]) -> _Routed:
+    """Facts and metadata of one entity; raises one of _SHAPE_ERRORS on unexpected JSON."""
     qid = entity["id"]
+    if not isinstance(qid, str) or not qid:
+        raise ValueError(f"bad entity id {qid!r}")
     iri = WIKIDATA_ENTITY + qid
     subject = ox.NamedNode(iri)
-    for lang in languages:
-        label = entity.get("labels", {}).get(lang)
-        if label:
-            batch.meta.append((LABEL, iri, label["value"]))
-        for alias in entity.get("aliases", {}).get(lang, []):
-            batch.meta.append((ALIAS, iri, alias["value"]))
-        description = entity.get("descriptions", {}).get(lang)
-        if description:
-            batch.meta.append((DESCRIPTION, iri, description["value"]))
-        sitelink = entity.get("sitelinks", {}).get(f"{lang}wiki")
-        if sitelink:
-            batch.meta.append((WIKIPEDIA, iri, sitelink["title"]))
-    for prop, statements in entity.get("claims", {}).items():
+    routed = _Routed(meta=_entity_meta(entity, iri, languages))
+    for prop, statements in _section(entity, "claims").items():
         predicate = ox.NamedNode(WIKIDATA_DIRECT + prop)
         for statement in _truthy(statements):
             obj = _value(statement.get("mainsnak", {}), languages)
             if obj is None:
-                batch.filtered["no usable value"] += 1
+                routed.no_value += 1
                 continue
-            batch.facts.append(ox.Quad(subject, predicate, obj))
+            routed.facts.append(ox.Quad(subject, predicate, obj))
+    return routed
+
+
+def _entity_meta(entity: dict[str, Any], iri: str, languages: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """Label, description and Wikipedia title from the first language that has each; all aliases."""
+    meta: list[tuple[str, str, str]] = []
+    label = _first(_section(entity, "labels"), languages)
+    if label is not None:
+        meta.append((LABEL, iri, label["value"]))
+    aliases = _section(entity, "aliases")
+    for alias in dict.fromkeys(a["value"] for lang in languages for a in aliases.get(lang) or []):
+        meta.append((ALIAS, iri, alias))
+    description = _first(_section(entity, "descriptions"), languages)
+    if description is not None:
+        meta.append((DESCRIPTION, iri, description["value"]))
+    sitelink = _first(_section(entity, "sitelinks"), [f"{lang}wiki" for lang in languages])
+    if sitelink is not None:
+        meta.append((WIKIPEDIA, iri, sitelink["title"]))
+    return meta
+
+
+def _section(entity: dict[str, Any], key: str) -> dict[str, Any]:
+    """A keyed part of an entity (`labels`, `claims`...); an empty one may be written as `[]`."""
+    return entity.get(key) or {}
+
+
+def _first(values: dict[str, Any], keys: Iterable[str]) -> Any:
+    """The value of the first key that has a non-empty one, else None."""
+    for key in keys:
+        value = values.get(key)
+        if value:
+            return value
+    return None
 
 
 def _truthy(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,7 +141,7 @@ def _truthy(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return preferred or [s for s in statements if s.get("rank") != "deprecated"]
 
 
-def _value(snak: dict[str, Any], languages: frozenset[str]) -> ox.NamedNode | ox.Literal | None:
+def _value(snak: dict[str, Any], languages: tuple[str, ...]) -> ox.NamedNode | ox.Literal | None:
     if snak.get("snaktype") != "value":
         return None
     datavalue = snak["datavalue"]

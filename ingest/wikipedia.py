@@ -14,6 +14,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -34,7 +35,7 @@ from ingest.doc_records import Document
 from ingest.errors import InputError
 from ingest.progress import Reporter
 from ingest.rejects import Reject, RejectLog
-from ingest.sources import open_input
+from ingest.sources import STREAM_ERRORS, open_input
 
 # Tags whose content is not prose (or is markup of its own).
 _DROP_TAGS = frozenset(
@@ -120,13 +121,17 @@ def read_wikipedia_xml(path: Path, rejects: RejectLog, reporter: Reporter) -> It
     import mwxml
 
     raw_stream, counter = open_input(path)
-    stream = _with_siteinfo(raw_stream)
+    try:
+        stream = _with_siteinfo(raw_stream)
+    except STREAM_ERRORS as exc:
+        raw_stream.close()
+        raise InputError(f"{path}: compressed stream is truncated or corrupt before the first page ({exc})") from exc
     pages = 0
     last_bytes = 0
     try:
         try:
             dump = mwxml.Dump.from_file(stream)
-        except (ET.ParseError, EOFError, OSError, ValueError, mwxml.errors.MalformedXML) as exc:
+        except (ET.ParseError, ValueError, mwxml.errors.MalformedXML, *STREAM_ERRORS) as exc:
             raise InputError(f"{path}: not a readable MediaWiki XML dump ({exc})") from exc
         skip = _skip_namespaces(dump)
         try:
@@ -144,7 +149,7 @@ def read_wikipedia_xml(path: Path, rejects: RejectLog, reporter: Reporter) -> It
                     rejects.add(Reject(str(path), None, f"page {page.id} ({page.title}): empty article text"))
                     continue
                 yield Document(id=str(page.id), title=page.title, text=plain)
-        except (ET.ParseError, EOFError, OSError) as exc:
+        except (ET.ParseError, *STREAM_ERRORS) as exc:
             rejects.add(Reject(str(path), None, f"truncated or malformed XML after {pages} complete pages: {exc}"))
     finally:
         stream.close()
@@ -213,45 +218,81 @@ def read_wikiextractor(path: Path, rejects: RejectLog, reporter: Reporter) -> It
         yield from _read_wikiextractor_file(file, rejects, reporter)
 
 
+@dataclass
+class _DocBlock:
+    """A `<doc ...>` block being read: its attributes, first line, text lines, first bad line."""
+
+    attrs: dict[str, str]
+    line_no: int
+    lines: list[str] = field(default_factory=list)
+    bad: Reject | None = None
+
+
 def _read_wikiextractor_file(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
     stream, counter = open_input(path)
     last = 0
-    doc_attrs: dict[str, str] | None = None
-    doc_lines: list[str] = []
-    doc_line_no = 0
+    block: _DocBlock | None = None
     try:
         for line_no, raw in enumerate(stream, start=1):
             if counter.bytes_read != last:
                 reporter.advance(counter.bytes_read - last)
                 last = counter.bytes_read
-            line = raw.decode("utf-8", errors="replace")
-            if doc_attrs is not None:
+            line, bad = _decode_line(raw, path, line_no)
+            if block is not None:
                 if line.strip() == "</doc>":
-                    doc = _doc_block(doc_attrs, doc_lines, path, doc_line_no, rejects)
+                    doc = _finish_block(block, path, rejects)
                     if doc is not None:
                         yield doc
-                    doc_attrs, doc_lines = None, []
+                    block = None
                 else:
-                    doc_lines.append(line)
+                    block.lines.append(line)
+                    block.bad = block.bad or bad
                 continue
-            stripped = line.strip()
-            if not stripped:
+            if bad is not None:
+                rejects.add(bad)
                 continue
-            match = _DOC_OPEN.match(stripped)
-            if match:
-                doc_attrs, doc_line_no = dict(_DOC_ATTR.findall(match.group(1))), line_no
-            elif stripped.startswith("{"):
-                doc = _json_line(stripped, path, line_no, rejects)
-                if doc is not None:
-                    yield doc
-            else:
-                rejects.add(Reject(str(path), line_no, "not a WikiExtractor JSON line or <doc> block", stripped))
-    except (EOFError, OSError) as exc:
+            doc, block = _outside_block(line.strip(), path, line_no, rejects)
+            if doc is not None:
+                yield doc
+    except STREAM_ERRORS as exc:
         rejects.add(Reject(str(path), None, f"compressed stream is truncated or corrupt: {exc}"))
     finally:
         stream.close()
-    if doc_attrs is not None:
-        rejects.add(Reject(str(path), doc_line_no, "file ends inside a <doc> block (truncated)"))
+    if block is not None:
+        rejects.add(Reject(str(path), block.line_no, "file ends inside a <doc> block (truncated)"))
+
+
+def _decode_line(raw: bytes, path: Path, line_no: int) -> tuple[str, Reject | None]:
+    """A line's text, and a reject when it is not valid UTF-8 (the text then has U+FFFD in it)."""
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        return text, Reject(str(path), line_no, f"invalid UTF-8 at byte {exc.start}", text.strip())
+
+
+def _outside_block(
+    stripped: str, path: Path, line_no: int, rejects: RejectLog
+) -> tuple[Document | None, _DocBlock | None]:
+    """A line between documents: a JSON document, the start of a `<doc>` block, or a reject."""
+    if not stripped:
+        return None, None
+    match = _DOC_OPEN.match(stripped)
+    if match:
+        return None, _DocBlock(dict(_DOC_ATTR.findall(match.group(1))), line_no)
+    if stripped.startswith("{"):
+        return _json_line(stripped, path, line_no, rejects), None
+    rejects.add(Reject(str(path), line_no, "not a WikiExtractor JSON line or <doc> block", stripped))
+    return None, None
+
+
+def _finish_block(block: _DocBlock, path: Path, rejects: RejectLog) -> Document | None:
+    """The document of a closed `<doc>` block; one with a line of invalid UTF-8 is rejected whole."""
+    if block.bad is not None:
+        doc_id = block.attrs.get("id", "?")
+        rejects.add(Reject(block.bad.file, block.bad.line, f"{block.bad.reason} (document {doc_id} skipped)", block.bad.text))
+        return None
+    return _doc_block(block.attrs, block.lines, path, block.line_no, rejects)
 
 
 def _json_line(line: str, path: Path, line_no: int, rejects: RejectLog) -> Document | None:

@@ -121,7 +121,10 @@ class _Run:
     def topic_entities(self) -> list[Path]:
         with timed(self.record, "linking"):
             linker = self.ctx.linker
-            if self.question.topic_entities:  # pre-linked ids or names: resolved one by one
+            ids = self.question.extra.get("topic_entity_ids")
+            if ids:  # pre-linked MIDs / QIDs ({id: name}): the id first, its name if absent
+                found = linker.link(self.question.question, topic_entities=ids)
+            elif self.question.topic_entities:  # names: resolved one by one
                 found = [c for t in self.question.topic_entities for c in linker.resolve(t, "given", 1)]
             else:
                 found = linker.link(self.question.question)
