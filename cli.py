@@ -153,7 +153,7 @@ def index_cmd(
     \b
     Examples:
       python cli.py index --out data/indexes/metaqa --kg ../shared/data/metaqa/kb --kg-format metaqa
-      python cli.py index --out data/indexes/demo --kg data/demo/kg.ttl --docs data/demo/reports \
+      python cli.py index --out data/indexes/demo --kg data/demo/kg.ttl --docs data/demo/reports \\
           --docs-format files --collection domain
     """
     from index.build import build_index
