@@ -190,7 +190,8 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     scores.config_hashes = [h for h, _ in hashes.most_common() if h]
     if len(scores.config_hashes) > 1:
         scores.problems.append(f"records come from {len(scores.config_hashes)} different configs")
-    if overlap_all:
+    explores_kg = any(explored_relations(r) for r in kept)
+    if overlap_all and explores_kg:  # a method that never walks the KG (io, cot) has no overlap
         buckets = Counter(_bucket(r) for r in overlap_correct)
         scores.path_overlap = {
             "with_gold_path": len(overlap_all),

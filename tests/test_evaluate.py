@@ -131,3 +131,12 @@ def test_eval_without_run_json_says_so(tmp_path: Path) -> None:
     assert summary["methods"]["io"]["hits1"] == 1.0
     assert "missing records cannot be counted" in summary["problems"][0]
     assert not (tmp_path / "eval.json").exists()
+
+
+def test_no_path_overlap_for_a_method_that_never_walks_the_kg() -> None:
+    gold_rel = {"gold": {"relations": ["spouse"]}}
+    io = [_record("q1", "Paris", ["Paris"], extra=gold_rel, answer_source="llm")]
+    assert score_method("io", io, ["q1"]).path_overlap is None
+    tog = [_record("q1", "Paris", ["Paris"], extra=gold_rel, paths=[_kg_path("spouse")])]
+    overlap = score_method("tog", tog, ["q1"]).path_overlap
+    assert overlap is not None and overlap["mean_correct"] == 1.0
