@@ -103,11 +103,17 @@ def fingerprint(path: Path) -> dict[str, object]:
         "mtime": stat.st_mtime,
     }
     if path.is_dir():
+        # A folder is identified by its files' names and contents; past HASH_LIMIT_BYTES in all
+        # (a WikiExtractor folder of many GB) by names, sizes and mtimes, so that an unchanged
+        # source costs a directory listing, not a re-read.
+        children = sorted(p for p in path.rglob("*") if p.is_file())
+        stats = [c.stat() for c in children]
+        by_content = sum(st.st_size for st in stats) <= HASH_LIMIT_BYTES
         digest = hashlib.sha256()
-        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+        for child, st in zip(children, stats, strict=True):
             digest.update(str(child.relative_to(path)).encode())
-            digest.update(_file_digest(child).encode())
-        result["sha256"] = digest.hexdigest()
+            digest.update((_file_digest(child) if by_content else f"{st.st_size}:{st.st_mtime_ns}").encode())
+        result["sha256" if by_content else "listing"] = digest.hexdigest()
     elif stat.st_size <= HASH_LIMIT_BYTES:
         result["sha256"] = _file_digest(path)
     return result
@@ -115,8 +121,9 @@ def fingerprint(path: Path) -> dict[str, object]:
 
 def same_content(old: dict[str, object], new: dict[str, object]) -> bool:
     """Whether two fingerprints describe the same content."""
-    if "sha256" in old and "sha256" in new:
-        return old["sha256"] == new["sha256"]
+    for key in ("sha256", "listing"):
+        if key in old and key in new:
+            return old[key] == new[key]
     return (old.get("size"), old.get("mtime")) == (new.get("size"), new.get("mtime"))
 
 
