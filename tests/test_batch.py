@@ -14,8 +14,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
 from engine.batch import (
     TEST_METHODS_ENV,
@@ -336,3 +338,169 @@ def test_real_io_method_end_to_end(pq_index: Path, pq_questions: Path, tmp_path:
     assert json.loads((out / "run.json").read_text())["model"]["fingerprint"].startswith("llama.cpp-")
     scores = evaluate_run(out)["methods"]["io"]
     assert scores["scored"] == 2 and scores["llm_calls"] >= 1 and scores["missing"] == 0
+
+
+# ---- the CLI: --format, --sample/--seed, --limit, resume (scripted methods, in process) --------
+
+
+def _cli_batch(index: Path, questions: Path, out: Path, *extra: str, methods: str = "oracle") -> Result:
+    from cli import main
+
+    return CliRunner().invoke(main, ["batch", "--index", str(index), "--questions", str(questions),
+                                     "--methods", methods, "--out", str(out), *extra])
+
+
+def _selection(out: Path, method: str = "oracle") -> dict[str, Any]:
+    """run.json's record of the questions selected; the record file holds exactly those, in order."""
+    questions: dict[str, Any] = json.loads((out / "run.json").read_text())["questions"]
+    assert _ids(out / f"{method}.jsonl") == questions["ids"]
+    assert questions["count"] == len(questions["ids"])
+    return questions
+
+
+def _pq_lines(pq_questions: Path, count: int) -> str:
+    return "".join(pq_questions.read_text(encoding="utf-8").splitlines(keepends=True)[:count])
+
+
+def test_cli_format_can_be_forced(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+    # PathQuestion lines in a file named like JSONL: detection goes by the name and fails...
+    misnamed = tmp_path / "pq.jsonl"
+    misnamed.write_text(_pq_lines(pq_questions, 4), encoding="utf-8")
+    auto = _cli_batch(pq_index, misnamed, tmp_path / "auto")
+    assert auto.exit_code == 2
+    assert f"{misnamed}:1: not valid JSON" in auto.output
+    assert not (tmp_path / "auto").exists()  # refused before the run folder was made
+    # ...and --format reads it as what it is.
+    out = tmp_path / "forced"
+    forced = _cli_batch(pq_index, misnamed, out, "--format", "pathquestion")
+    assert forced.exit_code == 0, forced.output
+    assert ": 4 answered now" in forced.output
+    selection = _selection(out)
+    assert selection["format"] == "pathquestion" and selection["ids"] == [f"pq-{i}" for i in range(1, 5)]
+    first = read_records(out / "oracle.jsonl")[0][0]
+    assert first["prediction"] == "united_kingdom" and first["correct"]["hits1"] is True
+    assert first["extra"]["gold"]["relations"] == ["spouse", "nationality"]  # PathQuestion's gold path
+    # run.json keeps the format that was used, so a resume that says it again (or that detects
+    # the same format) is the same run.
+    again = _cli_batch(pq_index, misnamed, out, "--format", "pathquestion")
+    assert again.exit_code == 0 and ": 0 answered now" in again.output and "), 4 already done" in again.output
+    same = _cli_batch(pq_index, pq_questions, tmp_path / "same", "--format", "pathquestion", "--limit", "2")
+    assert same.exit_code == 0, same.output
+    detected = _cli_batch(pq_index, pq_questions, tmp_path / "same", "--limit", "2")
+    assert detected.exit_code == 0, detected.output
+    assert ": 0 answered now" in detected.output and "), 2 already done" in detected.output
+
+
+@pytest.mark.parametrize(("fmt", "problem"), [
+    ("metaqa", ":1: expected 'question<TAB>answers', got 3 fields"),
+    ("json", ": not valid JSON"),
+    ("jsonl", ":1: not valid JSON"),
+])
+def test_cli_wrong_format_names_the_file(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path,
+                                         fmt: str, problem: str) -> None:
+    out = tmp_path / "run"
+    result = _cli_batch(pq_index, pq_questions, out, "--format", fmt)
+    assert result.exit_code == 2
+    assert f"Error: {pq_questions}{problem}" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_cli_metaqa_file_as_pathquestion_names_file_and_line(fake_backend: Path, pq_index: Path, shared_data: Path,
+                                                            tmp_path: Path) -> None:
+    questions = shared_data / "metaqa" / "questions" / "1-hop" / "qa_dev.txt"
+    result = _cli_batch(pq_index, questions, tmp_path / "run", "--format", "pathquestion")
+    assert result.exit_code == 2
+    assert f"{questions}:1: expected 'question<TAB>answer(...)<TAB>path', got 2 fields" in result.output
+    unknown = _cli_batch(pq_index, questions, tmp_path / "run", "--format", "csv")
+    assert unknown.exit_code == 2 and "'csv' is not one of" in unknown.output
+
+
+def test_cli_sample_seed_and_limit(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+    def batch(name: str, *args: str) -> dict[str, Any]:
+        result = _cli_batch(pq_index, pq_questions, tmp_path / name, *args)
+        assert result.exit_code == 0, result.output
+        return _selection(tmp_path / name)
+
+    a = batch("a", "--sample", "5", "--seed", "1")
+    b = batch("b", "--sample", "5", "--seed", "1")
+    c = batch("c", "--sample", "5", "--seed", "2")
+    assert (a["sample"], a["seed"], a["limit"], a["count"]) == (5, 1, None, 5)
+    assert b["ids"] == a["ids"]  # same seed, same questions
+    assert c["seed"] == 2 and c["ids"] != a["ids"]  # another seed, another sample
+    lines = [int(i.rsplit("-", 1)[1]) for i in a["ids"]]
+    assert lines == sorted(lines) and len(set(lines)) == 5 and lines != [1, 2, 3, 4, 5]  # file order, not the head
+    assert all(1 <= n <= 1908 for n in lines)
+    # --limit takes the first N of the sample; alone, the first N of the file.
+    d = batch("d", "--sample", "5", "--seed", "1", "--limit", "2")
+    assert d["ids"] == a["ids"][:2] and (d["sample"], d["seed"], d["limit"]) == (5, 1, 2)
+    e = batch("e", "--limit", "3")
+    assert e["ids"] == ["PQ-2H-1", "PQ-2H-2", "PQ-2H-3"] and (e["sample"], e["seed"], e["limit"]) == (None, None, 3)
+    # Without --sample the seed selects nothing: not recorded, and no reason to refuse a resume.
+    f = batch("e", "--limit", "3", "--seed", "9")
+    assert f["ids"] == e["ids"] and f["seed"] is None
+    # With --sample it is part of the run: resuming with another seed is refused.
+    refused = _cli_batch(pq_index, pq_questions, tmp_path / "a", "--sample", "5", "--seed", "2")
+    assert refused.exit_code == 2
+    assert "questions seed (1 -> 2)" in refused.output and "--force-config" in refused.output
+    assert _selection(tmp_path / "a")["ids"] == a["ids"]  # untouched
+    # A sample at least as large as the file is the whole file.
+    small = tmp_path / "small.txt"
+    small.write_text(_pq_lines(pq_questions, 4), encoding="utf-8")
+    result = _cli_batch(pq_index, small, tmp_path / "all", "--sample", "10", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    assert _selection(tmp_path / "all")["ids"] == [f"small-{i}" for i in range(1, 5)]
+    for option in ("--sample", "--limit"):
+        bad = _cli_batch(pq_index, pq_questions, tmp_path / "bad", option, "0")
+        assert bad.exit_code == 2 and option in bad.output
+    assert not (tmp_path / "bad").exists()
+
+
+def test_cli_resume_writes_no_duplicates(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ("--sample", "6", "--seed", "7")
+    first = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    assert first.exit_code == 0, first.output
+    assert "6 questions x 2 methods: 12 answered now" in first.output and "), 0 already done" in first.output
+    ids = _selection(out)["ids"]
+    assert _ids(out / "flaky.jsonl") == ids
+    files = {m: (out / f"{m}.jsonl").read_bytes() for m in ("oracle", "flaky")}
+    created = json.loads((out / "run.json").read_text())["created"]
+
+    # The same command again: nothing left to do, nothing written.
+    second = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    assert second.exit_code == 0, second.output
+    assert ": 0 answered now (oracle 0 (0 errors), flaky 0 (0 errors)), 12 already done" in second.output
+    assert {m: (out / f"{m}.jsonl").read_bytes() for m in ("oracle", "flaky")} == files
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "complete" and run["created"] == created
+    assert run["last_session"]["ran"] == 0 and run["last_session"]["already_done"] == 12
+
+    # A run that stopped part way (two oracle records kept, a torn third): the rerun answers
+    # only what is missing and each question ends with exactly one record per method.
+    kept = b"".join(files["oracle"].splitlines(keepends=True)[:2])
+    (out / "oracle.jsonl").write_bytes(kept + files["oracle"].splitlines(keepends=True)[2][:25])
+    third = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    assert third.exit_code == 0, third.output
+    assert ": 4 answered now (oracle 4 (0 errors), flaky 0 (0 errors)), 8 already done" in third.output
+    assert _ids(out / "oracle.jsonl") == ids and _ids(out / "flaky.jsonl") == ids
+    assert (out / "flaky.jsonl").read_bytes() == files["flaky"]
+    fourth = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    assert fourth.exit_code == 0 and ": 0 answered now" in fourth.output and "), 12 already done" in fourth.output
+    assert _ids(out / "oracle.jsonl") == ids
+    # eval agrees: no duplicates, nothing missing.
+    from engine.evaluate import evaluate_run
+
+    summary = evaluate_run(out, write=False)["methods"]
+    for method in ("oracle", "flaky"):
+        assert (summary[method]["records"], summary[method]["duplicates"], summary[method]["missing"]) == (6, 0, 0)
+
+
+def test_cli_out_that_is_a_file_is_a_clear_error(fake_backend: Path, pq_index: Path, pq_questions: Path,
+                                                 tmp_path: Path) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a run folder")
+    for out, says in ((blocker, "a file is in the way"), (blocker / "run", "got a file")):
+        result = _cli_batch(pq_index, pq_questions, out, methods="oracle")
+        assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output
+    assert blocker.read_text() == "not a run folder"
