@@ -46,6 +46,10 @@ def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
         fail(f"expected a file, got a directory: {exc.filename or exc}")
     except PermissionError as exc:
         fail(f"permission denied: {exc.filename or exc}")
+    except FileExistsError as exc:
+        fail(f"expected a folder, a file is in the way: {exc.filename or exc}")
+    except NotADirectoryError as exc:
+        fail(f"expected a folder, got a file: {exc.filename or exc}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -222,6 +226,14 @@ def _index_option(fn: Any) -> Any:
     return click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")(fn)
 
 
+def _kg_endpoint_option(fn: Any) -> Any:
+    return click.option(
+        "--kg-endpoint", "kg_endpoint", default=None, metavar="URL",
+        help="SPARQL 1.1 endpoint (Oxigraph server, QLever, Virtuoso) that serves the KG instead of the "
+        "index's store; entities, relations, documents and vectors still come from --index.",
+    )(fn)
+
+
 @kg_group.command("stats")
 @_index_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -266,18 +278,18 @@ def _resolve_entity(index: Path, name: str) -> tuple[Any, str]:
 
 @kg_group.command("relations")
 @_index_option
+@_kg_endpoint_option
 @click.option("--entity", required=True, help="Entity label, alias or id (IRI, m.0abc, Q42).")
 @click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def kg_relations_cmd(index: Path, entity: str, direction: str, as_json: bool) -> None:
+def kg_relations_cmd(index: Path, kg_endpoint: str | None, entity: str, direction: str, as_json: bool) -> None:
     """Relations of an entity, outgoing (entity -> r -> x) and incoming (x -> r -> entity)."""
-    from engine.kg import OxigraphKG
-    from index.paths import IndexPaths
+    from engine.kg import open_kg
 
     table, entity_id = _resolve_entity(index, entity)
-    kg = run_guarded(OxigraphKG.open, IndexPaths(index))
-    relations = kg.relations_of(entity_id, direction)  # type: ignore[arg-type]
-    rows = [{"id": r.id, "label": kg.relation_label(r.id), "direction": r.direction} for r in relations]
+    kg = run_guarded(open_kg, index, kg_endpoint)
+    rows = run_guarded(lambda: [{"id": r.id, "label": kg.relation_label(r.id), "direction": r.direction}
+                                for r in kg.relations_of(entity_id, direction)])  # type: ignore[arg-type]
     if as_json:
         emit_json({"entity": entity_id, "label": table.label(entity_id), "relations": rows})
         return
@@ -289,14 +301,16 @@ def kg_relations_cmd(index: Path, entity: str, direction: str, as_json: bool) ->
 
 @kg_group.command("tails")
 @_index_option
+@_kg_endpoint_option
 @click.option("--entity", required=True, help="Entity label, alias or id.")
 @click.option("--relation", required=True, help="Relation IRI, label or local name.")
 @click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True, help="out: entity -> relation -> tail; in: tail -> relation -> entity.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many tails per direction (a stable sample).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def kg_tails_cmd(index: Path, entity: str, relation: str, direction: str, limit: int | None, as_json: bool) -> None:
+def kg_tails_cmd(index: Path, kg_endpoint: str | None, entity: str, relation: str, direction: str,
+                 limit: int | None, as_json: bool) -> None:
     """Entities (or literal values) reached from ENTITY over RELATION."""
-    from engine.kg import OxigraphKG, is_literal
+    from engine.kg import is_literal, open_kg
     from engine.relations import RelationTable
     from index.paths import IndexPaths
 
@@ -304,11 +318,12 @@ def kg_tails_cmd(index: Path, entity: str, relation: str, direction: str, limit:
     relation_id = run_guarded(RelationTable.open, IndexPaths(index)).resolve(relation)
     if relation_id is None:
         fail(f"no relation named {relation!r} in {index} (see `kg relations`)")
-    kg = run_guarded(OxigraphKG.open, IndexPaths(index))
+    kg = run_guarded(open_kg, index, kg_endpoint)
     rows = []
     for d in (["out", "in"] if direction == "both" else [direction]):
-        for tail in kg.tails(entity_id, relation_id, d, limit=limit):  # type: ignore[arg-type]
-            rows.append({"id": None if is_literal(tail) else tail, "label": kg.label(tail), "literal": is_literal(tail), "direction": d})
+        for tail in run_guarded(kg.tails, entity_id, relation_id, d, limit=limit):
+            rows.append({"id": None if is_literal(tail) else tail, "label": run_guarded(kg.label, tail),
+                         "literal": is_literal(tail), "direction": d})
     if as_json:
         emit_json({"entity": entity_id, "relation": relation_id, "tails": rows})
         return
@@ -318,19 +333,32 @@ def kg_tails_cmd(index: Path, entity: str, relation: str, direction: str, limit:
 
 
 @kg_group.command("sparql")
-@_index_option
+@click.option("--index", "index", type=click.Path(path_type=Path), default=None,
+              help="Index folder (not needed with --kg-endpoint).")
+@click.option("--kg-endpoint", "kg_endpoint", default=None, metavar="URL",
+              help="Send the query to this SPARQL 1.1 endpoint instead of the index's store.")
 @click.argument("query")
-def kg_sparql_cmd(index: Path, query: str) -> None:
-    """Run a SPARQL query on the index's store (read-only). Prints JSON.
+def kg_sparql_cmd(index: Path | None, kg_endpoint: str | None, query: str) -> None:
+    """Run a SPARQL query on the index's store (read-only) or an endpoint. Prints JSON
+    (CONSTRUCT/DESCRIBE: N-Triples).
 
     Facts are in the default graph; labels, aliases, descriptions and sitelinks in the graph
     <urn:localkg:graph:meta>.
     """
     import pyoxigraph as ox
 
-    from engine.kg import OxigraphKG
+    from engine.kg import OxigraphKG, SparqlEndpointKG
     from index.paths import IndexPaths
 
+    if kg_endpoint:
+        answer = run_guarded(run_guarded(SparqlEndpointKG, kg_endpoint).sparql, query)
+        if isinstance(answer, str):
+            click.echo(answer, nl=False)
+        else:
+            emit_json(answer)
+        return
+    if index is None:
+        fail("give --index or --kg-endpoint")
     kg = run_guarded(OxigraphKG.open, IndexPaths(index))
     try:
         result = kg.sparql(query)
@@ -573,11 +601,12 @@ _METHOD_NAMES = ["io", "cot", "sc", "rag", "tog", "tog-r"]
               help="Prune tool (tog, tog-r; default llm).")
 @click.option("--topic", "topics", multiple=True, metavar="ID_OR_NAME",
               help="Topic entity (id or name) instead of linking. Repeatable.")
+@_kg_endpoint_option
 @click.option("--json", "as_json", is_flag=True, help="Print the answer record as JSON.")
 @click.argument("question")
 def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: int | None,
-            depth: int | None, prune_tool: str | None, topics: tuple[str, ...], as_json: bool,
-            question: str) -> None:
+            depth: int | None, prune_tool: str | None, topics: tuple[str, ...],
+            kg_endpoint: str | None, as_json: bool, question: str) -> None:
     """Answer QUESTION with one method; print the answer and the reasoning paths.
 
     \b
@@ -592,12 +621,14 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: in
                  if v is not None}
     if overrides and method not in ("tog", "tog-r"):
         fail(f"--{'/--'.join(k.replace('_', '-') for k in overrides)} only apply to tog and tog-r")
-    ctx = run_guarded(open_context, index, llm, cache=not no_cache)
+    ctx = run_guarded(open_context, index, llm, cache=not no_cache, kg_endpoint=kg_endpoint)
     try:
         record = run_guarded(run_question, method, Question("ask", question, topic_entities=list(topics)),
                              ctx, overrides)
     finally:
         ctx.close()
+    if kg_endpoint:
+        record.extra["kg_endpoint"] = kg_endpoint
     if as_json:
         emit_json(record.to_dict())
     else:
@@ -631,9 +662,10 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: in
 @click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
 @click.option("--retry-errors", is_flag=True, help="Drop records that ended in an error and answer those questions again.")
 @click.option("--force-config", is_flag=True, help="Resume even though questions, index, model or a config changed (recorded in run.json).")
+@_kg_endpoint_option
 def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | None, fmt: str,
               limit: int | None, sample: int | None, seed: int, workers: int, settings: tuple[str, ...],
-              no_cache: bool, retry_errors: bool, force_config: bool) -> None:
+              no_cache: bool, retry_errors: bool, force_config: bool, kg_endpoint: str | None) -> None:
     """Answer every question of a file with each method; resumable at any moment.
 
     Each record is appended and synced as soon as it exists, so a killed run (even kill -9)
@@ -654,6 +686,7 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
         index=index, questions=questions, methods=[m for m in methods.split(",") if m.strip()], out=out,
         llm=llm, fmt=fmt, limit=limit, sample=sample, seed=seed, workers=workers, settings=list(settings),
         cache=not no_cache, force_config=force_config, retry_errors=retry_errors, command=list(sys.argv),
+        kg_endpoint=kg_endpoint,
     )
     try:
         report = run_guarded(run_batch, options)

@@ -79,6 +79,7 @@ class BatchOptions:
     force_config: bool = False
     retry_errors: bool = False
     command: list[str] | None = None
+    kg_endpoint: str | None = None  # a SPARQL endpoint serving the KG instead of the index's store
 
 
 @dataclass
@@ -340,6 +341,8 @@ def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             changes.append(f"{what} ({old_q.get(key)!r} -> {new_q.get(key)!r})")
     if old.get("index", {}).get("fingerprint") != new["index"]["fingerprint"]:
         changes.append(f"index fingerprint ({old.get('index', {}).get('fingerprint')} -> {new['index']['fingerprint']})")
+    if old.get("index", {}).get("kg_endpoint") != new["index"].get("kg_endpoint"):
+        changes.append(f"KG endpoint ({old.get('index', {}).get('kg_endpoint')} -> {new['index'].get('kg_endpoint')})")
     if old.get("model", {}).get("fingerprint") != new["model"]["fingerprint"]:
         changes.append(f"model ({old.get('model', {}).get('fingerprint')} -> {new['model']['fingerprint']})")
     for method, entry in new["methods"].items():
@@ -420,13 +423,19 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def _open_context(backend: ModuleType, index: Path, llm: str | None, cache: bool, kg_endpoint: str | None) -> Any:
+    """The backend's context; `kg_endpoint` passed only when set (test backends need not know it)."""
+    extra = {"kg_endpoint": kg_endpoint} if kg_endpoint else {}
+    return backend.open_context(Path(index), llm, cache=cache, **extra)
+
+
 def _worker(backend_name: str, index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
-            tasks: Any, results: Any, parent_pid: int) -> None:
+            tasks: Any, results: Any, parent_pid: int, kg_endpoint: str | None = None) -> None:
     """A spawned worker: opens its own context, answers tasks until the sentinel or parent death."""
     _die_with_parent()
     try:
         backend = importlib.import_module(backend_name)
-        ctx = backend.open_context(Path(index), llm, cache=cache)
+        ctx = _open_context(backend, Path(index), llm, cache, kg_endpoint)
         while True:
             if os.getppid() != parent_pid:
                 return  # the parent was killed: stop, the rerun resumes
@@ -450,7 +459,7 @@ Sink = Callable[[str, dict[str, Any]], None]
 
 def _run_serial(backend: ModuleType, options: BatchOptions, configs: dict[str, dict[str, Any]],
                 pending: list[tuple[str, Question]], sink: Sink) -> None:
-    ctx = backend.open_context(options.index, options.llm, cache=options.cache)
+    ctx = _open_context(backend, options.index, options.llm, options.cache, options.kg_endpoint)
     try:
         for method, question in pending:
             sink(method, answer_one(backend, method, question, ctx, configs[method]))
@@ -474,7 +483,7 @@ def _run_parallel(backend_name: str, options: BatchOptions, configs: dict[str, d
     procs = [
         context.Process(target=_worker, daemon=True,
                         args=(backend_name, str(options.index), options.llm, options.cache, configs,
-                              tasks, results, os.getpid()))
+                              tasks, results, os.getpid(), options.kg_endpoint))
         for _ in range(workers)
     ]
     for proc in procs:
@@ -542,7 +551,8 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
             "sample": options.sample,
             "seed": options.seed if options.sample is not None else None,
         },
-        "index": {"path": str(Path(options.index).resolve()), "fingerprint": index_fingerprint(manifest)},
+        "index": {"path": str(Path(options.index).resolve()), "fingerprint": index_fingerprint(manifest),
+                  "kg_endpoint": options.kg_endpoint},
         "model": {"llm": options.llm, "fingerprint": model_fingerprint(backend, options.llm)},
         "methods": {m: {"config": configs[m], "config_hash": config_hash(configs[m]), "file": f"{m}.jsonl"} for m in methods},
     }

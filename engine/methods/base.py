@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.entities import EntityTable
-from engine.kg import KnowledgeGraph, OxigraphKG
+from engine.kg import KnowledgeGraph, open_kg
 from engine.llm import LLM, open_llm
 from engine.methods.common import new_record
 from engine.methods.io_cot import COT_DEFAULTS, IO_DEFAULTS, run_cot, run_io
@@ -102,12 +102,17 @@ class Context:
             close()
 
 
-def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True) -> Context:
+def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True,
+                 kg_endpoint: str | None = None) -> Context:
     """A context over the index folder and the LLM named by `llm` (a registry name, .gguf
-    path or server URL; None: the default model). An already open LLM is used as it is."""
+    path or server URL; None: the default model). An already open LLM is used as it is.
+
+    `kg_endpoint`: a SPARQL 1.1 endpoint URL that serves the KG instead of the index's own
+    store (checked once here); entities, relations, documents and vectors still come from the
+    index folder, so the endpoint must hold the KG the index was built from."""
     paths = IndexPaths(Path(index))
-    kg = OxigraphKG.open(paths)
-    entities = EntityTable.open(paths)
+    entities = EntityTable.open(paths)  # first: a clear error when the folder is no index
+    kg = open_kg(Path(index), kg_endpoint)
     model = open_llm(llm, cache=cache) if llm is None or isinstance(llm, str) else llm
     return Context(Path(index), kg, entities, model)
 
