@@ -81,7 +81,8 @@ def _assert_paths_in_kg(record: AnswerRecord, kg: OxigraphKG) -> None:
 def test_tog_stops_when_sufficient_with_paths_from_the_kg(pq_index: Path) -> None:
     llm = ScriptedLLM(script(prefer=("spouse",)))
     ctx = _context(pq_index, llm)
-    record = run_question("tog", PQ_QUESTION, ctx)
+    # the paper's rule: the model's "sufficient" is taken as it is, grounded or not
+    record = run_question("tog", PQ_QUESTION, ctx, {"require_grounded_answer": False})
     assert record.error is None and record.answer_source == "kg"
     assert record.extra["stopped"] == "sufficient" and record.extra["depth"] == 1
     assert [r.stage for r in llm.requests] == ["relation_prune", "reasoning"]
@@ -177,9 +178,34 @@ def test_no_call_when_there_is_nothing_to_choose(metaqa_index: Path) -> None:
 def test_answer_naming_the_topic_entity_ranks_kg_candidates_first(metaqa_index: Path) -> None:
     llm = ScriptedLLM(script(answer="Temuera Morrison"))
     ctx = _context(metaqa_index, llm)
-    record = run_question("tog", Question("m1", "what movies did [Temuera Morrison] act in"), ctx)
+    record = run_question("tog", Question("m1", "what movies did [Temuera Morrison] act in"), ctx,
+                          {"require_grounded_answer": False})
     assert record.prediction in {"Once Were Warriors", "Tracker", "River Queen"}
     assert record.predictions[-1] == "Temuera Morrison"
+
+
+def test_an_ungrounded_sufficient_goes_deeper(pq_index: Path) -> None:
+    """By default a "sufficient" whose answer is no entity the paths reached is not believed."""
+    llm = ScriptedLLM(script(prefer=("spouse",), answer="atlantis"))  # always "sufficient"
+    record = run_question("tog", PQ_QUESTION, _context(pq_index, llm))
+    trace = record.extra["trace"]
+    assert record.extra["stopped"] in ("max_depth", "dead_end") and len(trace) >= 2
+    assert all(step.get("ungrounded_answer") == "atlantis" for step in trace if "sufficient" in step)
+    assert record.answer_source == "llm" and record.prediction == "somewhere"
+    assert [c["stage"] for c in record.llm_calls][-1] == "answer_llm"
+
+
+def test_a_grounded_sufficient_stops(pq_index: Path) -> None:
+    def grounded(req: ScriptedRequest) -> Any:
+        if req.stage == "reasoning":  # answer with the first entity the triples reached
+            first = req.messages[-1]["content"].split("\n")[1]
+            return {"sufficient": True, "answer": first.strip("()").split(", ")[-1]}
+        return script(prefer=("spouse",))(req)
+
+    record = run_question("tog", PQ_QUESTION, _context(pq_index, ScriptedLLM(grounded)))
+    assert record.extra["stopped"] == "sufficient" and record.extra["depth"] == 1
+    assert record.answer_source == "kg" and record.prediction == record.extra["answer_text"]
+    assert "ungrounded_answer" not in record.extra["trace"][0]
 
 
 def test_tog_r_reasons_over_chains_and_prunes_at_random_deterministically(pq_index: Path) -> None:

@@ -67,6 +67,12 @@ def _contains(haystack: str, needle: str) -> bool:
     return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
 
 
+def names_any(answer: str, labels: Sequence[str]) -> bool:
+    """Whether the answer text is, or names, one of the labels (normalised, whole words)."""
+    key = normalise(answer)
+    return any((k := normalise(label)) and (k == key or _contains(key, k)) for label in labels)
+
+
 def rank_answers(answer: str, candidates: Sequence[str],
                  asked_about: Sequence[str] = ()) -> tuple[str, list[str]]:
     """(prediction, predictions) from the model's answer text and ranked KG candidates.

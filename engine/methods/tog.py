@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from engine.kg import Direction, Relation, is_literal, stable_sample
 from engine.methods import prompts
-from engine.methods.common import answer_of, ask, new_record, question_text, rank_answers, timed
+from engine.methods.common import (
+    answer_of,
+    ask,
+    names_any,
+    new_record,
+    question_text,
+    rank_answers,
+    timed,
+)
 from engine.methods.labels import entity_text, relation_text, triple_text, unique_texts
 from engine.methods.prune import Pruner
 from engine.record import AnswerRecord, EvidencePath, Question
@@ -43,6 +51,7 @@ TOG_DEFAULTS: dict[str, Any] = {
     "max_relations": 40,           # relation candidates shown in one prompt
     "max_entities": 30,            # entity candidates shown in one prompt (and hub cap)
     "max_topic_entities": 3,       # topic entities to start from
+    "require_grounded_answer": True,  # "sufficient" only with an answer the paths reached
     "temperature_exploration": 0.4,
     "temperature_reasoning": 0.0,
     "prune_max_tokens": 96,
@@ -181,15 +190,26 @@ class _Run:
         return triple_text([head, label, "?"] if rel.direction == "out" else ["?", label, head])
 
     # -- 4. reasoning ----------------------------------------------------------------------
-    def reason(self, system: str, user: str) -> str | None:
-        """The answer when the model finds the evidence sufficient, else None."""
+    def reason(self, system: str, user: str, reached: Sequence[str], step: dict[str, Any]) -> str | None:
+        """The answer when the model finds the evidence sufficient, else None.
+
+        With `require_grounded_answer` (default), a "sufficient" whose answer names none of the
+        entities the paths reached (`reached`, topic entities excluded) counts as not sufficient:
+        a small model often declares one hop enough and answers with the question's own entity
+        or from memory; going deeper is what the paths are for. The last depth still falls back
+        to the model's own answer, as in the paper.
+        """
         parsed = ask(self.ctx.llm, self.record, system=system, user=user,
                      schema=prompts.REASONING_SCHEMA, stage="reasoning",
                      temperature=self.config["temperature_reasoning"],
                      max_tokens=self.config["reasoning_max_tokens"], seed=self.config["seed"])
-        if isinstance(parsed, dict) and parsed.get("sufficient") is True:
-            return answer_of(parsed) or None
-        return None
+        if not (isinstance(parsed, dict) and parsed.get("sufficient") is True):
+            return None
+        answer = answer_of(parsed)
+        if answer and self.config["require_grounded_answer"] and not names_any(answer, reached):
+            step["ungrounded_answer"] = answer
+            return None
+        return answer or None
 
     def answer_from_llm(self, candidates: Sequence[str]) -> None:
         """Generate(π, x): answer from the model's own knowledge (after D_max, or no start)."""
@@ -299,7 +319,8 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
             break
         explored = beam
         answer = run.reason(prompts.REASONING_SYSTEM,
-                            prompts.reasoning_user(run.text, run.triples_text(beam)))
+                            prompts.reasoning_user(run.text, run.triples_text(beam)),
+                            run.answer_candidates(beam), step_trace)
         step_trace["sufficient"] = answer is not None
         if answer is not None:
             run.record.paths = run.evidence(beam)
@@ -363,7 +384,8 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
             break
         explored = reached
         answer = run.reason(prompts.CHAIN_REASONING_SYSTEM,
-                            prompts.chain_reasoning_user(run.text, _chains_text(run, reached)))
+                            prompts.chain_reasoning_user(run.text, _chains_text(run, reached)),
+                            run.answer_candidates(reached), step_trace)
         step_trace["sufficient"] = answer is not None
         if answer is not None:
             run.record.paths = run.evidence(reached)
