@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM := false
 INDEX ?= data/indexes/demo
 DEMO_OUT ?= data/runs/demo
 
-.PHONY: help setup models test test-fast lint demo index eval bench clean
+.PHONY: help setup models test test-fast lint demo index eval eval-report bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -79,7 +79,11 @@ eval: data/indexes/metaqa/manifest.json data/indexes/pq3h/manifest.json  ## run 
 	done
 	$(PY) cli.py batch --index data/indexes/pq3h --questions $(SHARED)/pathquestion/PQ-3H.txt \
 	  --methods $(EVAL_METHODS) --sample $(EVAL_SAMPLE) --seed 0 --llm $(EVAL_LLM) --out $(EVAL_OUT)/pq-3h $(EVAL_FLAGS)
-	for run in $(EVAL_OUT)/*/; do echo "### $$run"; $(PY) cli.py eval $$run; done
+	$(MAKE) --no-print-directory eval-report
+
+eval-report: setup  ## score the runs of `make eval` again; writes bench/results/EVAL.md
+	set -o pipefail; { echo "# make eval: $(EVAL_METHODS) with $(EVAL_LLM), $(EVAL_SAMPLE) questions (seed 0) per dataset"; echo; \
+	  for run in $(EVAL_OUT)/*/; do $(PY) cli.py eval $$run || exit 1; echo; done; } | tee bench/results/EVAL.md
 
 bench: setup  ## run the benchmarks; writes bench/results/*.json and bench/results/SUMMARY.md
 	$(PY) -m bench.run_all
