@@ -13,6 +13,7 @@ entity-label vectors).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -34,6 +35,7 @@ DEFAULT_THRESHOLD = 0.8
 # A dictionary match that is only part of a longer capitalised run counts for less.
 PARTIAL_PENALTY = 0.8
 MAX_NGRAM = 10
+RERANK_FACTOR = 8  # IVF-PQ label search: candidates fetched per wanted result, then re-ranked
 # Function words and question vocabulary: never a mention on their own.
 _STOPWORD_TEXT = """a an the of in on at to for from by with about as into onto over under after before between
     during without within and or but nor not no yes is are was were be been being am do does did done
@@ -88,14 +90,33 @@ class LabelIndex:
         self.entities: list[str] = table["entity"]
         self.names: list[str] = table["name"]
         self.index = faiss.read_index(str(vectors_dir / "entities.faiss"))
+        meta_path = vectors_dir / "meta.json"
+        meta = json.loads(meta_path.read_text()).get("entities", {}) if meta_path.exists() else {}
+        if "nprobe" in meta:
+            faiss.extract_index_ivf(self.index).nprobe = meta["nprobe"]
+        if "ef_search" in meta:
+            self.index.hnsw.efSearch = meta["ef_search"]
+        # IVF-PQ scores are approximate and are compared with a threshold: re-rank with the
+        # stored float16 vectors (same rows as the FAISS index), as DocumentStore does.
+        self._exact: np.ndarray | None = None
+        exact_path = vectors_dir.parent / "embeddings" / "entities.f16.npy"
+        if meta.get("kind") == "ivfpq" and exact_path.exists():
+            self._exact = np.load(exact_path, mmap_mode="r")
 
     def search(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, str, float]]]:
         """For each query vector, up to `k` (entity, name, cosine) best first."""
-        scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
-        return [
-            [(self.entities[r], self.names[r], float(s)) for r, s in zip(row, score, strict=True) if r >= 0]
-            for row, score in zip(rows, scores, strict=True)
-        ]
+        queries = np.ascontiguousarray(vectors, dtype=np.float32)
+        fetch = max(k * RERANK_FACTOR, 64) if self._exact is not None else k
+        scores, rows = self.index.search(queries, fetch)
+        result = []
+        for query, row, score in zip(queries, rows, scores, strict=True):
+            found = [(int(r), float(s)) for r, s in zip(row, score, strict=True) if r >= 0]
+            if self._exact is not None and found:
+                ids = np.array(sorted(r for r, _ in found))
+                exact = np.asarray(self._exact[ids], dtype=np.float32) @ query
+                found = sorted(zip(ids.tolist(), exact.tolist(), strict=True), key=lambda item: -item[1])
+            result.append([(self.entities[r], self.names[r], s) for r, s in found[:k]])
+        return result
 
 
 class EntityLinker:

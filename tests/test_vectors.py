@@ -256,3 +256,28 @@ def test_a_later_build_embeds_only_new_texts(tmp_path: Path, shared_data: Path, 
     # another model: nothing is reused
     monkeypatch.setattr(SentenceTransformerEmbedder, "fingerprint", property(lambda self: "another-model"))
     assert build_vectors(paths, DocOptions(entity_vectors=False), tmp_path / "cache-3")["vectors_from_previous_build"] == 0
+
+
+def test_label_search_on_ivfpq_rescores_exactly(tmp_path: Path, shared_data: Path,
+                                                embedder: SentenceTransformerEmbedder) -> None:
+    """Linking compares label similarity with a threshold: on a compressed (IVF-PQ) index the
+    scores must still be exact cosines, so candidates are re-ranked with the stored vectors."""
+    from engine.linking import LabelIndex
+    from tests.test_documents_stage import write_entities
+
+    paths, _ = make_docs(tmp_path, shared_data, questions=2)
+    data = json.loads((shared_data / "paper_questions" / "tog2" / "hotpotadv_dev.json").read_text())
+    # enough labels that PQ codes (48 bytes for 384 dimensions) are lossy
+    titles = list(dict.fromkeys(p["title"] for q in data for p in q["paragraphs"] if p["title"] != "added"))[:1500]
+    write_entities(paths, [{"id": f"e{i}", "label": t} for i, t in enumerate(titles)])
+    build_vectors(paths, DocOptions(faiss_kind="ivfpq"), tmp_path / "cache")
+    meta = json.loads((paths.vectors / "meta.json").read_text())
+    assert meta["entities"]["kind"] == "ivfpq"
+    labels = LabelIndex(paths.vectors)
+    probes = titles[:10]
+    vectors = np.asarray(embedder.encode(probes), dtype=np.float32)
+    for title, hits, vector in zip(probes, labels.search(vectors, 3), vectors, strict=True):
+        assert hits[0][1] == title and hits[0][2] == pytest.approx(1.0, abs=1e-2)
+        exact = np.asarray(embedder.encode([h[1] for h in hits]), dtype=np.float32) @ vector
+        assert [h[2] for h in hits] == pytest.approx(exact.tolist(), abs=2e-3)
+        assert [h[2] for h in hits] == sorted((h[2] for h in hits), reverse=True)
