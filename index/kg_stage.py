@@ -143,14 +143,14 @@ def remove_doc_ids(entities: Path) -> None:
 class _StoreWriter:
     """Writes to the store on a background thread, in order, while the caller parses the next
     batch. `bulk_load` of raw bytes releases the GIL, so parsing and loading overlap on two cores.
-    Quads that a raw load brought in but that are not facts are removed once all loads are done.
+    Quads that a raw load brought in but that are not facts (labels, filtered predicates) are
+    removed by the same thread right after that load, so memory stays bounded by a batch.
     """
 
     def __init__(self, store: ox.Store) -> None:
         self.store = store
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2)
         self._error: BaseException | None = None
-        self._to_remove: list[ox.Quad] = []
         self._thread = threading.Thread(target=self._work, name="kg-writer", daemon=True)
 
     def __enter__(self) -> _StoreWriter:
@@ -164,7 +164,10 @@ class _StoreWriter:
             kind, payload = item
             try:
                 if kind == "raw":
-                    self.store.bulk_load(payload, ox.RdfFormat.N_TRIPLES)
+                    data, not_facts = payload
+                    self.store.bulk_load(data, ox.RdfFormat.N_TRIPLES)
+                    for quad in not_facts:
+                        self.store.remove(quad)
                 else:
                     self.store.bulk_extend(payload)
             except BaseException as exc:  # surfaced in the caller's thread
@@ -176,8 +179,7 @@ class _StoreWriter:
         self._queue.put(item)
 
     def load_raw(self, data: bytes, not_facts: list[ox.Quad]) -> None:
-        self._put(("raw", data))
-        self._to_remove.extend(not_facts)
+        self._put(("raw", (data, not_facts)))
 
     def extend(self, quads: list[ox.Quad]) -> None:
         if quads:
@@ -188,8 +190,6 @@ class _StoreWriter:
         self._thread.join()
         if self._error is not None and exc_info[0] is None:
             raise self._error
-        for quad in self._to_remove:
-            self.store.remove(quad)
 
 
 def _count_degrees(facts: list[ox.Quad], degree: Counter[str]) -> None:
