@@ -13,6 +13,8 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,9 @@ _META_PREDICATE = {
 }
 _META_KIND = {node.value: kind for kind, node in _META_PREDICATE.items()}
 _META_GRAPH = ox.NamedNode(META_GRAPH)
+# Facts dropped by --kg-keep wait here (not in memory) until they are rendered as documents;
+# the graph is removed before the stage ends.
+_DROPPED_GRAPH = ox.NamedNode("urn:localkg:graph:dropped")
 
 ENTITY_SCHEMA = pa.schema(
     [
@@ -70,7 +75,7 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     """Load `sources` into `paths.kg` and write entities/relations tables; return counts."""
     store = ox.Store(str(paths.kg))
     rng = random.Random(options.seed)
-    dropped: list[tuple[ox.Quad, bool]] = []
+    dropped = 0
     filtered: Counter[str] = Counter()
     degree: Counter[str] = Counter()
     per_source: list[dict[str, Any]] = []
@@ -84,8 +89,11 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
                 for batch in read_kg(source.path, fmt, options):
                     facts = batch.facts
                     if options.keep_fraction < 1.0:
-                        facts = _keep(batch, options.keep_fraction, rng, dropped)
+                        facts, lost = _keep(batch, options.keep_fraction, rng)
                         writer.extend(facts)
+                        dropped += len(lost)
+                        if options.dropped_as_docs:
+                            writer.extend([ox.Quad(q.subject, q.predicate, q.object, _DROPPED_GRAPH) for q in lost])
                     elif batch.raw is not None and len(batch.not_facts) <= len(facts) // 5:
                         writer.load_raw(batch.raw, batch.not_facts)
                     else:
@@ -114,11 +122,13 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
         "sources": per_source,
     }
     if options.keep_fraction < 1.0:
-        counts["kg_keep"] = {"fraction": options.keep_fraction, "seed": options.seed, "dropped": len(dropped)}
+        counts["kg_keep"] = {"fraction": options.keep_fraction, "seed": options.seed, "dropped": dropped}
         if options.dropped_as_docs:
-            counts["kg_keep"]["dropped_documents"] = _write_dropped_docs(store, dropped, paths.dropped_docs)
+            lost = store.quads_for_pattern(None, None, None, _DROPPED_GRAPH)
+            counts["kg_keep"]["dropped_documents"] = _write_dropped_docs(store, lost, paths.dropped_docs)
+            store.remove_graph(_DROPPED_GRAPH)
     if options.kg_as_docs:
-        facts = ((q, isinstance(q.object, ox.Literal)) for q in store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
+        facts = store.quads_for_pattern(None, None, None, ox.DefaultGraph())
         counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix="kgdoc", append=True)
     del store
     return counts
@@ -207,14 +217,12 @@ def _input_size(path: Path) -> int | None:
     return path.stat().st_size
 
 
-def _keep(batch: KgBatch, fraction: float, rng: random.Random, dropped: list[tuple[ox.Quad, bool]]) -> list[ox.Quad]:
-    kept = []
+def _keep(batch: KgBatch, fraction: float, rng: random.Random) -> tuple[list[ox.Quad], list[ox.Quad]]:
+    """(kept, dropped) facts of one batch: each kept with probability `fraction`."""
+    kept, dropped = [], []
     for quad in batch.facts:
-        if rng.random() < fraction:
-            kept.append(quad)
-        else:
-            dropped.append((quad, isinstance(quad.object, ox.Literal)))
-    return kept
+        (kept if rng.random() < fraction else dropped).append(quad)
+    return kept, dropped
 
 
 def _meta_quads(batch: KgBatch) -> list[ox.Quad]:
@@ -284,25 +292,29 @@ def _write_entities(store: ox.Store, path: Path, degree: Counter[str]) -> int:
 
 
 def _write_dropped_docs(
-    store: ox.Store, dropped: Iterable[tuple[ox.Quad, bool]], path: Path, prefix: str = "dropped", append: bool = False
+    store: ox.Store, facts: Iterable[ox.Quad], path: Path, prefix: str = "dropped", append: bool = False
 ) -> int:
-    """Render each triple as a sentence in a short document about its head entity."""
-    label_of: dict[str, str] = {}
+    """Render each triple as a sentence in a short document about its head entity.
 
+    `facts` must come grouped by subject, as the store's own scans return them: documents are
+    written as each subject ends, so memory holds one entity's sentences and a bounded label cache.
+    """
+
+    @lru_cache(maxsize=100_000)
     def label(term: Any) -> str:
-        key = _term_id(term)
-        if key not in label_of:
-            found = next(iter(store.quads_for_pattern(term, _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
-            label_of[key] = found.object.value if found is not None else readable_relation(key)
-        return label_of[key]
+        found = next(iter(store.quads_for_pattern(term, _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
+        return found.object.value if found is not None else readable_relation(_term_id(term))
 
-    by_head: dict[str, list[str]] = defaultdict(list)
-    for quad, is_literal in dropped:
-        tail = quad.object.value if is_literal else label(quad.object)
-        sentence = f"{label(quad.subject)} {readable_relation(quad.predicate.value)} {tail}."
-        by_head[_term_id(quad.subject)].append(sentence)
+    written = 0
     with path.open("a" if append else "w", encoding="utf-8") as fh:
-        for n, (head, sentences) in enumerate(sorted(by_head.items())):
-            doc = {"id": f"{prefix}-{n:07d}", "title": label_of.get(head, head), "text": " ".join(sentences), "entity": head}
+        for head, quads in groupby(facts, key=lambda q: q.subject):
+            sentences = [
+                f"{label(head)} {readable_relation(q.predicate.value)} "
+                f"{q.object.value if isinstance(q.object, ox.Literal) else label(q.object)}."
+                for q in quads
+            ]
+            doc = {"id": f"{prefix}-{written:07d}", "title": label(head), "text": " ".join(sentences),
+                   "entity": _term_id(head)}
             fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
-    return len(by_head)
+            written += 1
+    return written
