@@ -301,6 +301,9 @@ def _spans(question: str, max_ngram: int) -> list[_Span]:
             if not (text[0].isalnum() and (text[-1].isalnum() or text[-1] in ".)!?'")):
                 continue
             spans.append(_Span(start, end, j - i + 1, text))
+            bare = text.rstrip(".!?'")  # "Motors?" at the end of a question; "Inc." stays too
+            if bare != text and bare and bare[-1].isalnum():
+                spans.append(_Span(start, start + len(bare), j - i + 1, bare))
     return spans
 
 

@@ -126,6 +126,9 @@ def test_label_embedding_resolves_variants(demo_index: Path) -> None:
     misspelt = linker.link("who runs brenhaven trust bank")
     assert misspelt[0].label == "Brennhaven Trust Bank"
     assert linker.link("Republic of Valdoria currency?")[0].reason == "n-gram: alias match"
+    # a name that ends the question is an exact match, punctuation aside
+    ends = linker.link("Who founded Norvale Motors?")
+    assert [(c.mention, c.label, c.reason) for c in ends] == [("Norvale Motors", "Norvale Motors", "n-gram: exact match")]
     strict = EntityLinker.open(demo_index, threshold=0.99)
     assert strict.link("who runs brenhaven trust bank") == []
     assert linker.resolve("Altmoor Fertiliser Company", "bracket")[0].label == "Altmoor Fertilizer Company"
