@@ -6,7 +6,9 @@ Per method:
   `engine/answer_match.py`. Scores are recomputed from each record's predictions, not taken
   from the `correct` field the batch stored.
 - cost: mean LLM calls, prompt / cached / completion tokens and seconds per question, and the
-  share of calls answered from the response cache.
+  share of calls answered from the response cache. Two kinds of seconds: `seconds` (wall time of
+  this run, small when calls were replayed from the cache) and `llm_seconds` (what the model
+  took to produce the replies when they were computed: comparable across runs and replays).
 - path overlap where the questions have gold relation paths (MetaQA, PathQuestion, CWQ,
   GrailQA, QALD): |Rel(explored) ∩ Rel(gold)| / |Rel(gold)| over unduplicated relations, as
   defined in ToG (App. E, "overlap ratio") and HydraRAG (App. B.3). Explored relations are the
@@ -68,6 +70,7 @@ class MethodScores:
     cached_tokens: float = 0.0
     completion_tokens: float = 0.0
     seconds: float = 0.0
+    llm_seconds: float = 0.0
     cache_hit_rate: float | None = None
     answer_source: dict[str, float] = field(default_factory=dict)
     path_overlap: dict[str, Any] | None = None
@@ -147,7 +150,7 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     hits, ems, f1s, papers = [], [], [], []
     overlap_all, overlap_correct = [], []
     calls = prompt = cached = completion = cache_hits = 0
-    seconds = 0.0
+    seconds = llm_seconds = 0.0
     sources: Counter[str] = Counter()
     hashes: Counter[str] = Counter()
     for record in kept:
@@ -160,6 +163,7 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
             cached += int(call.get("cached_tokens") or 0)
             completion += int(call.get("completion_tokens") or 0)
             cache_hits += bool(call.get("cache_hit"))
+            llm_seconds += float(call.get("compute_seconds") or call.get("seconds") or 0.0)
         seconds += float(record.get("seconds") or 0.0)
         groups, gold_relations = _gold(record)
         if not groups:
@@ -183,6 +187,7 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     scores.hits1, scores.em, scores.f1, scores.paper_em = _mean(hits), _mean(ems), _mean(f1s), _mean(papers)
     scores.llm_calls, scores.prompt_tokens = calls / n, prompt / n
     scores.cached_tokens, scores.completion_tokens, scores.seconds = cached / n, completion / n, seconds / n
+    scores.llm_seconds = llm_seconds / n
     scores.cache_hit_rate = cache_hits / calls if calls else None
     scores.answer_source = {s: sources.get(s, 0) / n for s in SOURCES}
     for other in sorted(set(sources) - set(SOURCES)):
@@ -258,7 +263,7 @@ def format_markdown(summary: dict[str, Any]) -> str:
     title = Path(questions["path"]).name if questions.get("path") else summary["run_dir"]
     lines = [f"### {title}: {questions.get('count', '?')} questions ({summary['run_dir']})", ""]
     header = ["method", "n", "missing", "errors", "Hits@1", "EM", "F1", "paper EM", "LLM calls/q",
-              "prompt tok/q", "compl. tok/q", "s/q", "path overlap", "KG / doc / LLM %"]
+              "prompt tok/q", "compl. tok/q", "LLM s/q", "s/q", "path overlap", "KG / doc / LLM %"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     notes: list[str] = []
@@ -271,7 +276,7 @@ def format_markdown(summary: dict[str, Any]) -> str:
         missing = "?" if s.get("expected") is None else str(s["missing"])
         row = [method, str(s["scored"]), missing, str(s["errors"]), _pct(s["hits1"]), _pct(s["em"]), _pct(s["f1"]),
                _pct(s["paper_em"]), _num(s["llm_calls"]), _num(s["prompt_tokens"], 0), _num(s["completion_tokens"], 0),
-               _num(s["seconds"], 2), overlap_text, source_text]
+               _num(s.get("llm_seconds", 0.0), 2), _num(s["seconds"], 2), overlap_text, source_text]
         lines.append("| " + " | ".join(row) + " |")
         if s["records"] - s["scored"]:
             notes.append(f"{method}: {s['records'] - s['scored']} records have no gold answer (not scored)")
@@ -283,7 +288,9 @@ def format_markdown(summary: dict[str, Any]) -> str:
         "",
         "n: scored records. Hits@1: best prediction = a gold answer (normalised, aliases). EM: predicted set = gold "
         "set. F1: over answer sets. paper EM: ToG's lower-case substring match. Path overlap: mean share of gold "
-        "relations explored, over correctly answered questions (their count), then over all with a gold path.",
+        "relations explored, over correctly answered questions (their count), then over all with a gold path. "
+        "LLM s/q: model time per question as computed (replays from the cache count their original time); "
+        "s/q: wall time of this run.",
     ]
     if notes:
         lines += ["", *(f"- {n}" for n in notes)]

@@ -29,7 +29,8 @@ Public API (all a method needs):
 - Replies are cached in sqlite (engine/llm_cache.py) under the model fingerprint, messages,
   schema and sampling parameters; `open_llm(..., cache=False)` (`--no-cache`) bypasses it.
   Self-consistency style sampling must vary `seed` to get different samples from the cache.
-  On a cache hit, usage carries the original token counts, `cache_hit=True` and the seconds of
+  On a cache hit, usage carries the original token counts, the original call's seconds as
+  `compute_seconds`, `cache_hit=True` and the seconds of
   the lookup.
 
 Backends: `LlamaCppLLM` (llama-cpp-python on a local GGUF), `OpenAICompatLLM` (llama.cpp /
@@ -79,6 +80,9 @@ class Usage:
     completion_tokens: int = 0
     seconds: float = 0.0
     cache_hit: bool = False
+    # What producing the reply took the model: `seconds` for a fresh call, the original call's
+    # seconds for a cache hit. Costs compare across runs with this, however much was replayed.
+    compute_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +99,7 @@ class CallRecord:
     seconds: float
     cache_hit: bool
     error: str | None = None
+    compute_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,6 +133,7 @@ class CallLog(list[CallRecord]):
             "cached_tokens": sum(r.cached_tokens for r in self),
             "completion_tokens": sum(r.completion_tokens for r in self),
             "seconds": round(sum(r.seconds for r in self), 4),
+            "compute_seconds": round(sum(r.compute_seconds for r in self), 4),
             "cache_hits": sum(r.cache_hit for r in self),
             "errors": sum(r.error is not None for r in self),
         }
@@ -250,7 +256,7 @@ class BaseLLM:
             if hit is not None:
                 parsed = parse_reply(hit.text, schema)[0] if schema is not None else None
                 usage = Usage(hit.prompt_tokens, hit.cached_tokens, hit.completion_tokens,
-                              time.perf_counter() - start, cache_hit=True)
+                              time.perf_counter() - start, cache_hit=True, compute_seconds=hit.seconds)
                 return self._finish(stage, ChatResult(hit.text, parsed, usage))
         try:
             result = self._generate_valid(messages, schema, temperature, max_tokens, seed, stage)
@@ -258,7 +264,7 @@ class BaseLLM:
             usage = Usage(seconds=time.perf_counter() - start)
             self._finish(stage, ChatResult("", None, usage, f"{type(exc).__name__}: {exc}"))
             raise
-        result.usage.seconds = time.perf_counter() - start
+        result.usage.seconds = result.usage.compute_seconds = time.perf_counter() - start
         if key is not None and self.cache is not None and result.error is None:
             u = result.usage
             self.cache.put(key, self.fingerprint, CachedReply(
@@ -289,7 +295,7 @@ class BaseLLM:
     def _finish(self, stage: str, result: ChatResult) -> ChatResult:
         u = result.usage
         record = CallRecord(stage, u.prompt_tokens, u.cached_tokens, u.completion_tokens,
-                            round(u.seconds, 6), u.cache_hit, result.error)
+                            round(u.seconds, 6), u.cache_hit, result.error, round(u.compute_seconds, 6))
         for log in self._logs():
             log.append(record)
         return result

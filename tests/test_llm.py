@@ -154,6 +154,8 @@ def test_cache_hit_on_repeat(cached_tiny: LlamaCppLLM, tmp_path: Path) -> None:
     assert (again.text, again.parsed) == (first.text, first.parsed)
     assert again.usage.prompt_tokens == first.usage.prompt_tokens
     assert again.usage.seconds < first.usage.seconds
+    # the replay reports what the reply cost when it was computed
+    assert again.usage.compute_seconds == pytest.approx(first.usage.seconds, abs=1e-6)
     other = cached_tiny.chat(ask("Who directed Vertigo?"), schema=PICK, max_tokens=80, seed=1)
     assert not other.usage.cache_hit  # sampling parameters are part of the key
     # a new process (here: a new LLM object on the same file) replays without loading the model
@@ -228,9 +230,9 @@ def test_recording_per_thread_and_nested(tiny: LlamaCppLLM) -> None:
     assert [c.stage for c in inner] == ["answer"] and seen_elsewhere == [1]
     s = question.summary()
     assert s["calls"] == 2 and s["prompt_tokens"] > 0 and s["completion_tokens"] > 0
-    assert s["seconds"] > 0 and s["errors"] == 0
-    assert set(question.to_dicts()[0]) == {"stage", "prompt_tokens", "cached_tokens",
-                                           "completion_tokens", "seconds", "cache_hit", "error"}
+    assert s["seconds"] > 0 and s["errors"] == 0 and s["compute_seconds"] == pytest.approx(s["seconds"], abs=1e-3)
+    assert set(question.to_dicts()[0]) == {"stage", "prompt_tokens", "cached_tokens", "completion_tokens",
+                                           "seconds", "cache_hit", "error", "compute_seconds"}
 
 
 def test_cut_off_reply_is_retried_then_recorded(tiny: LlamaCppLLM) -> None:
