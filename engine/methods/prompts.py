@@ -18,22 +18,25 @@ from engine.llm import enum_array
 # schemas
 # ------------------------------------------------------------------------------------------
 
-_STRING = {"type": "string"}
+# Free-text fields are bounded in the grammar itself: a 0.5B model at temperature 0 can repeat
+# a phrase until max_tokens, and a cut-off reply does not parse (before these bounds: 7 of 50
+# CoT replies on MetaQA 2-hop, 1 of 50 RAG replies on three datasets). At the bound the grammar
+# closes the string and the reply stays valid JSON. An answer of up to 240 characters still
+# holds a list of a dozen titles; shorter replies decode exactly as without the bound.
+ANSWER_MAX_CHARS = 240
+COT_REASONING_MAX_CHARS = 400
+_ANSWER = {"type": "string", "maxLength": ANSWER_MAX_CHARS}
 
 ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object", "properties": {"answer": _STRING}, "required": ["answer"],
+    "type": "object", "properties": {"answer": _ANSWER}, "required": ["answer"],
 }
-# The reasoning is bounded in the grammar itself: a 0.5B model at temperature 0 can repeat a
-# sentence until max_tokens, and the cut-off reply would not parse (7 of 50 MetaQA 2-hop
-# questions before this bound). At the bound the grammar closes the string and moves on.
-COT_REASONING_MAX_CHARS = 400
 COT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"reasoning": {"type": "string", "maxLength": COT_REASONING_MAX_CHARS}, "answer": _STRING},
+    "properties": {"reasoning": {"type": "string", "maxLength": COT_REASONING_MAX_CHARS}, "answer": _ANSWER},
     "required": ["reasoning", "answer"],
 }
 REASONING_SCHEMA: dict[str, Any] = {
-    "type": "object", "properties": {"sufficient": {"type": "boolean"}, "answer": _STRING},
+    "type": "object", "properties": {"sufficient": {"type": "boolean"}, "answer": _ANSWER},
     "required": ["sufficient", "answer"],
 }
 
