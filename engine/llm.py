@@ -206,7 +206,7 @@ def parse_reply(text: str, schema: dict[str, Any]) -> tuple[Any | None, str | No
     if body.startswith("```"):  # servers without grammar support sometimes fence JSON
         body = body.strip("`").removeprefix("json").strip()
     try:
-        value = json.loads(body)
+        value = json.loads(body, strict=False)  # a raw newline inside a string is forgiven
     except json.JSONDecodeError as exc:
         return None, f"reply is not JSON ({exc.msg} at char {exc.pos})"
     error = jsonschema.exceptions.best_match(schema_validator(schema).iter_errors(value))
@@ -383,7 +383,10 @@ def _gbnf_for_schema(schema: dict[str, Any]) -> str:
     converter = Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     resolved = converter.resolve_refs(json.loads(json.dumps(schema)), "schema")
     converter.visit(resolved, "")
-    return str(converter.format_grammar())
+    # The converter's string characters admit raw control characters (a newline inside a
+    # string), which JSON forbids: the reply would not parse. Exclude them; escapes stay.
+    grammar = str(converter.format_grammar())
+    return grammar.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x1F\\x7F]')
 
 
 _CHATML = (

@@ -318,3 +318,17 @@ def test_cli_chat_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bad = runner.invoke(cli.main, ["chat", "--llm", "smollm2-135m", "--schema",
                                    str(tmp_path / "bad.json"), "hi"])
     assert bad.exit_code == 2 and "bad.json" in bad.output
+
+
+def test_grammar_strings_exclude_raw_control_characters() -> None:
+    """JSON forbids a raw newline inside a string: the grammar must not let a model write one
+    (seen with qwen2.5-coder-0.5b on RAG prompts), and a reply that has one still parses."""
+    grammar = _gbnf_for_schema({"type": "object", "properties": {"answer": {"type": "string"}},
+                                "required": ["answer"]})
+    char_rule = next(line for line in grammar.splitlines() if line.startswith("char ::="))
+    assert char_rule.startswith('char ::= [^"\\\\\\x00-\\x1F\\x7F]')
+    from llama_cpp import LlamaGrammar
+
+    LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts the rule
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    assert parse_reply('{"answer": "two\nlines"}', schema) == ({"answer": "two\nlines"}, None)
