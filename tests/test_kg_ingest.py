@@ -164,3 +164,20 @@ def test_metaqa_full_kb(metaqa_index: Path) -> None:
     assert counts["triples"] == 133_582
     assert counts["entities"] == 43_234
     assert counts["relations"] == 9  # `_reverse` relations are not stored twice
+
+
+def test_plain_ntriples_fast_path_routes_like_the_slow_one(tmp_path: Path) -> None:
+    """A batch without metadata predicates skips routing; a label spelt with a \\u escape in
+    its IRI must not sneak in as a fact through that shortcut."""
+    plain = tmp_path / "plain.nt"
+    plain.write_bytes(b"<http://ex.org/a> <http://ex.org/knows> <http://ex.org/b> .\n"
+                      b"<http://ex.org/b> <http://ex.org/age> \"7\" .\n")
+    counts = build(tmp_path / "p", plain, "ntriples")
+    assert (counts["triples"], counts["entities"]) == (2, 2)
+    escaped = tmp_path / "escaped.nt"
+    escaped.write_bytes(b"<http://ex.org/a> <http://ex.org/knows> <http://ex.org/b> .\n"
+                        b"<http://ex.org/a> <http://www.w3.org/2000/01/rdf-schema\\u0023label> \"Ay\"@en .\n")
+    counts = build(tmp_path / "e", escaped, "ntriples")
+    assert counts["triples"] == 1  # the label is metadata
+    table = pq.read_table(tmp_path / "e" / "ix" / "entities.parquet").to_pydict()
+    assert dict(zip(table["id"], table["label"], strict=True))["http://ex.org/a"] == "Ay"
