@@ -62,15 +62,17 @@ def _calls(out: Path) -> list[dict[str, Any]]:
 
 def _without_timing(record: dict[str, Any]) -> dict[str, Any]:
     """A record less what may differ between a computed and a replayed answer: timings and the
-    cache flags (a hit carries the original token counts)."""
+    cache flags (a hit carries the original token counts and compute seconds; a recomputed
+    answer has its own)."""
     record = json.loads(json.dumps(record))
     for key in ("seconds", "stage_seconds"):
         record.pop(key)
     for call in record["llm_calls"]:
         call.pop("seconds")
         call.pop("cache_hit")
-    record["extra"]["llm_summary"].pop("seconds")
-    record["extra"]["llm_summary"].pop("cache_hits")
+        call.pop("compute_seconds")
+    for key in ("seconds", "cache_hits", "compute_seconds"):
+        record["extra"]["llm_summary"].pop(key)
     return record
 
 
@@ -120,6 +122,9 @@ def test_rerun_replays_cached_answers(real_model: str, metaqa_index: Path, share
     assert all(c["cache_hit"] for c in calls2), "a call of the replay was not answered from the cache"
     for method in METHODS:
         replayed = _records(tmp_path / "run2", method)
+        # a replay reports what each reply cost when it was computed
+        assert [c["compute_seconds"] for r in replayed for c in r["llm_calls"]] == \
+            [c["compute_seconds"] for r in run1[method] for c in r["llm_calls"]]
         assert [_without_timing(r) for r in replayed] == [_without_timing(r) for r in run1[method]], method
         assert [r["prediction"] for r in replayed] == [r["prediction"] for r in run1[method]]
         assert all(r["extra"]["llm_summary"]["cache_hits"] == len(r["llm_calls"]) for r in replayed)
