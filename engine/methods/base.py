@@ -155,6 +155,8 @@ def resolve_config(method: str, config: dict[str, Any] | None) -> dict[str, Any]
     resolved.update(config or {})
     if "prune_tool" in resolved and resolved["prune_tool"] not in PRUNE_TOOLS:
         raise ValueError(f"prune_tool must be one of {', '.join(PRUNE_TOOLS)}, not {resolved['prune_tool']!r}")
+    if "prune_order" in resolved and resolved["prune_order"] not in ("similarity", "kg"):
+        raise ValueError(f"prune_order must be similarity or kg, not {resolved['prune_order']!r}")
     for key in ("width", "depth", "samples", "top_k", "num_retain_entity", "max_relations",
                 "max_entities", "max_topic_entities"):
         if key in resolved and (not isinstance(resolved[key], int) or resolved[key] < 1):

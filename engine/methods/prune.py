@@ -71,6 +71,10 @@ class Pruner:
     temperature: float = 0.4
     max_tokens: int = 96
     max_candidates: dict[str, int] = field(default_factory=lambda: {"relations": 40, "entities": 30})
+    # llm tool: list the candidates most similar to the question first (sentence embeddings).
+    # A small model copies the top of a list; alphabetical order made it pick "founded by" for
+    # "who is the board chair". Off: the KG's order.
+    order_by_similarity: bool = True
     _question_vector: Any = None
 
     def relations(self, entity: str, candidates: Sequence[str], k: int) -> list[tuple[str, float]]:
@@ -92,7 +96,12 @@ class Pruner:
             return [(c, 1.0 / len(unique)) for c in unique]
         if self.tool == "llm":
             shown = unique
-            if len(shown) > self.max_candidates[key]:
+            if self.order_by_similarity:
+                with timed(self.record, stage + "_order"):
+                    scores = self._similarities(unique)
+                shown = [unique[i] for i in sorted(range(len(unique)), key=lambda i: (-scores[i], i))]
+                shown = shown[: self.max_candidates[key]]
+            elif len(shown) > self.max_candidates[key]:
                 kept = set(stable_sample(shown, self.max_candidates[key]))
                 shown = [c for c in unique if c in kept]
             parsed = ask(self.ctx.llm, self.record, system=system, user=user(shown),
@@ -114,9 +123,13 @@ class Pruner:
             if self.tool == "bm25":
                 return bm25_scores(self.question, texts)
             if self.tool == "embedding":
-                embedder = self.ctx.embedder
-                if self._question_vector is None:
-                    self._question_vector = embedder.encode([self.question])[0]
-                vectors = embedder.encode([t.replace("_", " ") for t in texts])
-                return [float(s) for s in np.asarray(vectors) @ self._question_vector]
+                return self._similarities(texts)
         raise ValueError(f"unknown prune tool {self.tool!r} (one of {', '.join(PRUNE_TOOLS)})")
+
+    def _similarities(self, texts: list[str]) -> list[float]:
+        """Cosine of each text with the question (normalised sentence embeddings)."""
+        embedder = self.ctx.embedder
+        if self._question_vector is None:
+            self._question_vector = embedder.encode([self.question])[0]
+        vectors = embedder.encode([t.replace("_", " ") for t in texts])
+        return [float(s) for s in np.asarray(vectors) @ self._question_vector]

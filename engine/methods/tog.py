@@ -46,6 +46,7 @@ TOG_DEFAULTS: dict[str, Any] = {
     "width": 3,                    # W: beam width, relations and entities kept per depth
     "depth": 3,                    # D_max
     "prune_tool": "llm",           # llm | bm25 | embedding
+    "prune_order": "similarity",   # llm tool: candidates listed by similarity to the question | kg
     "num_retain_entity": 5,        # tails kept per (entity, relation) when there are many
     "sample_tails_above": 20,      # ToG's code samples tails only from this many on
     "max_relations": 40,           # relation candidates shown in one prompt
@@ -114,7 +115,8 @@ class _Run:
                              temperature=config["temperature_exploration"],
                              max_tokens=config["prune_max_tokens"],
                              max_candidates={"relations": config["max_relations"],
-                                             "entities": config["max_entities"]})
+                                             "entities": config["max_entities"]},
+                             order_by_similarity=config["prune_order"] == "similarity")
         self.question = question
         self.trace: list[dict[str, Any]] = []
 
