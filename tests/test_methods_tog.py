@@ -292,3 +292,34 @@ def test_defaults_follow_the_paper() -> None:
     assert (config["width"], config["depth"], config["prune_tool"]) == (3, 3, "llm")
     assert (config["temperature_exploration"], config["temperature_reasoning"]) == (0.4, 0.0)
     assert default_config("tog-r") == config
+
+
+def _shown_relations(req: ScriptedRequest) -> list[str]:
+    return req.messages[-1]["content"].split("Relations:\n")[1].split("\nQuestion:")[0].splitlines()
+
+
+def test_prune_lists_candidates_by_similarity_to_the_question(pq_index: Path) -> None:
+    """A small model copies the top of a list: the llm prune shows the candidates most similar
+    to the question first (prune_order=similarity, the default); `kg` keeps the KG's order."""
+    import numpy as np
+
+    from engine.methods.common import question_text
+
+    llm = ScriptedLLM(script())
+    ctx = _context(pq_index, llm)
+    run_question("tog", PQ_QUESTION, ctx, {"depth": 1})
+    shown = _shown_relations(llm.requests[0])
+    vectors = np.asarray(ctx.embedder.encode([question_text(PQ_QUESTION)] + [s.replace("_", " ") for s in shown]))
+    sims = vectors[1:] @ vectors[0]
+    assert all(a >= b - 1e-6 for a, b in zip(sims, sims[1:], strict=False)), list(zip(shown, sims, strict=True))
+    assert set(shown) == set(_enum(llm.requests[0], "relations"))
+
+    plain = ScriptedLLM(script())
+    kg_ctx = _context(pq_index, plain)
+    run_question("tog", PQ_QUESTION, kg_ctx, {"depth": 1, "prune_order": "kg"})
+    topic = kg_ctx.entities.resolve("sylvia_brett")
+    assert topic is not None
+    in_kg_order = list(dict.fromkeys(relation_text(kg_ctx.kg, r) for r in kg_ctx.kg.relations_of(topic)))
+    assert _shown_relations(plain.requests[0]) == in_kg_order != shown
+    with pytest.raises(ValueError, match="prune_order"):
+        run_question("tog", PQ_QUESTION, kg_ctx, {"prune_order": "random"})
