@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -311,7 +312,7 @@ def test_prune_lists_candidates_by_similarity_to_the_question(pq_index: Path) ->
     shown = _shown_relations(llm.requests[0])
     vectors = np.asarray(ctx.embedder.encode([question_text(PQ_QUESTION)] + [s.replace("_", " ") for s in shown]))
     sims = vectors[1:] @ vectors[0]
-    assert all(a >= b - 1e-6 for a, b in zip(sims, sims[1:], strict=False)), list(zip(shown, sims, strict=True))
+    assert all(a >= b - 1e-6 for a, b in pairwise(sims)), list(zip(shown, sims, strict=True))
     assert set(shown) == set(_enum(llm.requests[0], "relations"))
 
     plain = ScriptedLLM(script())
