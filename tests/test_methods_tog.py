@@ -299,28 +299,35 @@ def _shown_relations(req: ScriptedRequest) -> list[str]:
     return req.messages[-1]["content"].split("Relations:\n")[1].split("\nQuestion:")[0].splitlines()
 
 
-def test_prune_lists_candidates_by_similarity_to_the_question(pq_index: Path) -> None:
-    """A small model copies the top of a list: the llm prune shows the candidates most similar
-    to the question first (prune_order=similarity, the default); `kg` keeps the KG's order."""
+def test_prune_order_kg_by_default_similarity_on_request(pq_index: Path) -> None:
+    """The llm prune lists candidates in the KG's order (the paper's setting); with
+    prune_order=similarity the most similar to the question come first (a small model tends to
+    copy the top of a list); past the cap the most similar are kept either way."""
     import numpy as np
 
     from engine.methods.common import question_text
 
+    plain = ScriptedLLM(script())
+    kg_ctx = _context(pq_index, plain)
+    run_question("tog", PQ_QUESTION, kg_ctx, {"depth": 1})
+    topic = kg_ctx.entities.resolve("sylvia_brett")
+    assert topic is not None
+    in_kg_order = list(dict.fromkeys(relation_text(kg_ctx.kg, r) for r in kg_ctx.kg.relations_of(topic)))
+    assert _shown_relations(plain.requests[0]) == in_kg_order
+
     llm = ScriptedLLM(script())
     ctx = _context(pq_index, llm)
-    run_question("tog", PQ_QUESTION, ctx, {"depth": 1})
+    run_question("tog", PQ_QUESTION, ctx, {"depth": 1, "prune_order": "similarity"})
     shown = _shown_relations(llm.requests[0])
     vectors = np.asarray(ctx.embedder.encode([question_text(PQ_QUESTION)] + [s.replace("_", " ") for s in shown]))
     sims = vectors[1:] @ vectors[0]
     assert all(a >= b - 1e-6 for a, b in pairwise(sims)), list(zip(shown, sims, strict=True))
-    assert set(shown) == set(_enum(llm.requests[0], "relations"))
+    assert set(shown) == set(in_kg_order) and shown != in_kg_order
 
-    plain = ScriptedLLM(script())
-    kg_ctx = _context(pq_index, plain)
-    run_question("tog", PQ_QUESTION, kg_ctx, {"depth": 1, "prune_order": "kg"})
-    topic = kg_ctx.entities.resolve("sylvia_brett")
-    assert topic is not None
-    in_kg_order = list(dict.fromkeys(relation_text(kg_ctx.kg, r) for r in kg_ctx.kg.relations_of(topic)))
-    assert _shown_relations(plain.requests[0]) == in_kg_order != shown
+    capped = ScriptedLLM(script())
+    run_question("tog", PQ_QUESTION, _context(pq_index, capped), {"depth": 1, "max_relations": 2})
+    kept = _shown_relations(capped.requests[0])
+    best_two = {shown[0], shown[1]}
+    assert set(kept) == best_two and kept == [r for r in in_kg_order if r in best_two]
     with pytest.raises(ValueError, match="prune_order"):
         run_question("tog", PQ_QUESTION, kg_ctx, {"prune_order": "random"})

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.kg import stable_sample
 from engine.methods import prompts
 from engine.methods.common import ask, timed
 from engine.record import AnswerRecord
@@ -71,10 +70,10 @@ class Pruner:
     temperature: float = 0.4
     max_tokens: int = 96
     max_candidates: dict[str, int] = field(default_factory=lambda: {"relations": 40, "entities": 30})
-    # llm tool: list the candidates most similar to the question first (sentence embeddings).
-    # A small model copies the top of a list; alphabetical order made it pick "founded by" for
-    # "who is the board chair". Off: the KG's order.
-    order_by_similarity: bool = True
+    # llm tool: list the candidates most similar to the question first (sentence embeddings),
+    # against a small model's habit of copying the top of a list. Off (the default): the KG's
+    # order. Either way, past the cap the most similar candidates are the ones shown.
+    order_by_similarity: bool = False
     _question_vector: Any = None
 
     def relations(self, entity: str, candidates: Sequence[str], k: int) -> list[tuple[str, float]]:
@@ -95,15 +94,14 @@ class Pruner:
         if len(unique) <= k:
             return [(c, 1.0 / len(unique)) for c in unique]
         if self.tool == "llm":
-            shown = unique
-            if self.order_by_similarity:
+            shown, cap = unique, self.max_candidates[key]
+            if self.order_by_similarity or len(unique) > cap:
                 with timed(self.record, stage + "_order"):
                     scores = self._similarities(unique)
-                shown = [unique[i] for i in sorted(range(len(unique)), key=lambda i: (-scores[i], i))]
-                shown = shown[: self.max_candidates[key]]
-            elif len(shown) > self.max_candidates[key]:
-                kept = set(stable_sample(shown, self.max_candidates[key]))
-                shown = [c for c in unique if c in kept]
+                ranked = sorted(range(len(unique)), key=lambda i: (-scores[i], i))[:cap]
+                if not self.order_by_similarity:
+                    ranked.sort()  # the most similar, in the KG's order
+                shown = [unique[i] for i in ranked]
             parsed = ask(self.ctx.llm, self.record, system=system, user=user(shown),
                          schema=prompts.choice_schema(key, shown, k), stage=stage,
                          temperature=self.temperature, max_tokens=self.max_tokens)

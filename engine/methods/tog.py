@@ -46,7 +46,7 @@ TOG_DEFAULTS: dict[str, Any] = {
     "width": 3,                    # W: beam width, relations and entities kept per depth
     "depth": 3,                    # D_max
     "prune_tool": "llm",           # llm | bm25 | embedding
-    "prune_order": "similarity",   # llm tool: candidates listed by similarity to the question | kg
+    "prune_order": "kg",           # llm tool: candidates in the KG's order | similarity
     "num_retain_entity": 5,        # tails kept per (entity, relation) when there are many
     "sample_tails_above": 20,      # ToG's code samples tails only from this many on
     "max_relations": 40,           # relation candidates shown in one prompt
