@@ -156,17 +156,31 @@ class _Run:
         return paths
 
     # -- 2. relation search + prune --------------------------------------------------------
-    def candidate_relations(self, entity: str, arrived: Step | None) -> list[Relation]:
+    def candidate_relations(self, path: Path) -> list[Relation]:
+        """Relations to follow from the end of `path`, both directions, schema relations aside.
+
+        The relation the path arrived by, taken backwards, is offered only when it leads to an
+        entity not yet on the path: from a film's actor, "starred actors (reverse)" reaches the
+        actor's other films (a MetaQA 3-hop chain), but for a one-to-one relation it only leads
+        back. ToG's code drops it always, which leaves such chains without a next hop.
+        """
+        entity = path.end
         if is_literal(entity):
             return []
+        arrived = path.steps[-1] if path.steps else None
         result = []
         for rel in self.kg.relations_of(entity, "both"):
-            if arrived is not None and rel.id == arrived.relation and rel.direction != arrived.direction:
-                continue  # straight back where the path came from
             if self.kg.relation_label(rel.id).startswith(SCHEMA_RELATION_PREFIXES):
+                continue
+            if (arrived is not None and rel.id == arrived.relation and rel.direction != arrived.direction
+                    and not self._leads_elsewhere(path, rel)):
                 continue
             result.append(rel)
         return result
+
+    def _leads_elsewhere(self, path: Path, rel: Relation) -> bool:
+        seen = path.nodes
+        return any(t not in seen for t in self.kg.tails(path.end, rel.id, rel.direction, limit=len(seen) + 1))
 
     def prune_relations(self, who: str, relations: Sequence[Relation]) -> list[tuple[Relation, float]]:
         texts = [relation_text(self.kg, r) for r in relations]
@@ -287,7 +301,7 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
         rel_cands: list[tuple[tuple[Path, Relation], float]] = []
         for end, group in _group(beam, lambda p: p.end).items():
             with timed(run.record, "relation_search"):
-                relations = run.candidate_relations(end, group[0].steps[-1] if group[0].steps else None)
+                relations = run.candidate_relations(group[0])
             if not relations:
                 continue
             for rel, score in run.prune_relations(run.label(end), relations):
@@ -358,8 +372,7 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
         rel_cands: list[tuple[tuple[tuple[Path, ...], Relation], float]] = []
         for group in _group(beam, lambda p: p.chain).values():
             with timed(run.record, "relation_search"):
-                relations = sorted({r for p in group for r in run.candidate_relations(
-                    p.end, p.steps[-1] if p.steps else None)})
+                relations = sorted({r for p in group for r in run.candidate_relations(p)})
             if not relations:
                 continue
             ends = ", ".join(dict.fromkeys(run.label(p.end) for p in group))
