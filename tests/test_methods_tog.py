@@ -331,3 +331,27 @@ def test_prune_order_kg_by_default_similarity_on_request(pq_index: Path) -> None
     assert set(kept) == best_two and kept == [r for r in in_kg_order if r in best_two]
     with pytest.raises(ValueError, match="prune_order"):
         run_question("tog", PQ_QUESTION, kg_ctx, {"prune_order": "random"})
+
+
+def test_the_way_back_is_offered_when_it_leads_somewhere_new(metaqa_index: Path) -> None:
+    """Film -> starred actors -> actor: "starred actors (reverse)" reaches the actor's other
+    films (MetaQA's 3-hop chains need it); a relation that only leads back is not offered."""
+    from engine.methods.tog import Path as KgPath
+    from engine.methods.tog import Step, _Run
+
+    ctx = _context(metaqa_index, ScriptedLLM(script()))
+    film, actor = ctx.entities.resolve("Once Were Warriors"), ctx.entities.resolve("Temuera Morrison")
+    assert film is not None and actor is not None
+    starred = next(r for r in ctx.kg.relations_of(film, "out") if ctx.kg.relation_label(r.id) == "starred actors")
+    run = _Run(Question("q", "what films share actors with [Once Were Warriors]"), ctx, default_config("tog"), "tog")
+    path = KgPath(film, (Step(film, starred.id, "out", actor),))
+    offered = run.candidate_relations(path)
+    assert any(r.id == starred.id and r.direction == "in" for r in offered)
+    other_films = ctx.kg.tails(actor, starred.id, "in")
+    assert film in other_films and len(other_films) > 1
+
+    # Rena Owen's only film is this one: the way back from her leads nowhere new
+    lone = ctx.entities.resolve("Rena Owen")
+    assert lone is not None and ctx.kg.tails(lone, starred.id, "in") == [film]
+    dead = KgPath(film, (Step(film, starred.id, "out", lone),))
+    assert not any(r.id == starred.id and r.direction == "in" for r in run.candidate_relations(dead))
