@@ -333,9 +333,9 @@ def test_prune_order_kg_by_default_similarity_on_request(pq_index: Path) -> None
         run_question("tog", PQ_QUESTION, kg_ctx, {"prune_order": "random"})
 
 
-def test_the_way_back_is_offered_when_it_leads_somewhere_new(metaqa_index: Path) -> None:
-    """Film -> starred actors -> actor: "starred actors (reverse)" reaches the actor's other
-    films (MetaQA's 3-hop chains need it); a relation that only leads back is not offered."""
+def test_follow_back_offers_the_way_back_when_it_leads_somewhere_new(metaqa_index: Path) -> None:
+    """Film -> starred actors -> actor: with follow_back, "starred actors (reverse)" reaches the
+    actor's other films (MetaQA's 3-hop chains); a relation that only leads back is not offered."""
     from engine.methods.tog import Path as KgPath
     from engine.methods.tog import Step, _Run
 
@@ -343,8 +343,11 @@ def test_the_way_back_is_offered_when_it_leads_somewhere_new(metaqa_index: Path)
     film, actor = ctx.entities.resolve("Once Were Warriors"), ctx.entities.resolve("Temuera Morrison")
     assert film is not None and actor is not None
     starred = next(r for r in ctx.kg.relations_of(film, "out") if ctx.kg.relation_label(r.id) == "starred actors")
-    run = _Run(Question("q", "what films share actors with [Once Were Warriors]"), ctx, default_config("tog"), "tog")
+    question = Question("q", "what films share actors with [Once Were Warriors]")
     path = KgPath(film, (Step(film, starred.id, "out", actor),))
+    paper = _Run(question, ctx, default_config("tog"), "tog")  # ToG's rule: never the way back
+    assert not any(r.id == starred.id for r in paper.candidate_relations(path))
+    run = _Run(question, ctx, {**default_config("tog"), "follow_back": True}, "tog")
     offered = run.candidate_relations(path)
     assert any(r.id == starred.id and r.direction == "in" for r in offered)
     other_films = ctx.kg.tails(actor, starred.id, "in")
