@@ -101,7 +101,8 @@ def prediction_list(prediction: str, predictions: Sequence[str] | None) -> list[
 _ITEM_SEPARATOR = re.compile(r"\s*(?:[;|\n]|,(?!\d{3}(?!\d)))\s*")  # not inside 1,000
 
 
-def _names(haystack: str, needle: str) -> bool:
+def names(haystack: str, needle: str) -> bool:
+    """Whether `needle` occurs in `haystack` as whole words."""
     return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
 
 
@@ -116,7 +117,7 @@ def answer_set(prediction: str, predictions: Sequence[str] | None,
     key = normalise_answer(text)
     whole = {key} if len(items) > 1 else set()  # a list answer does not name itself
     named = [p for p in dict.fromkeys(ranked)
-             if (k := normalise_answer(p)) and k not in whole and _names(key, k)]
+             if (k := normalise_answer(p)) and k not in whole and names(key, k)]
     if named:
         return named
     if items:

@@ -360,6 +360,9 @@ def _bounded_number_rule(schema: dict[str, Any]) -> str | None:
     return None
 
 
+_JSON_CHAR = r'[^"\\\x00-\x1F\x7F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+
+
 def _gbnf_for_schema(schema: dict[str, Any]) -> str:
     """GBNF for a JSON schema; fixes llama-cpp-python 0.3's escaping of `\\` in literals."""
     import re
@@ -373,6 +376,13 @@ def _gbnf_for_schema(schema: dict[str, Any]) -> str:
         def _format_literal(self, literal: str) -> str:
             return '"' + self._escape.sub(lambda m: self._escapes[m.group(0)], literal) + '"'
 
+        def _add_primitive(self, name: str, rule: Any) -> Any:
+            # The stock string character admits raw control characters (a newline inside a
+            # string), which JSON forbids: the reply would not parse. Escapes stay allowed.
+            if name == "char":
+                rule = lg.BuiltinRule(_JSON_CHAR, [])
+            return super()._add_primitive(name, rule)
+
         def visit(self, schema: dict[str, Any], name: str) -> str:
             rule = _bounded_number_rule(schema)
             if rule is None:
@@ -383,10 +393,7 @@ def _gbnf_for_schema(schema: dict[str, Any]) -> str:
     converter = Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     resolved = converter.resolve_refs(json.loads(json.dumps(schema)), "schema")
     converter.visit(resolved, "")
-    # The converter's string characters admit raw control characters (a newline inside a
-    # string), which JSON forbids: the reply would not parse. Exclude them; escapes stay.
-    grammar = str(converter.format_grammar())
-    return grammar.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x1F\\x7F]')
+    return str(converter.format_grammar())
 
 
 _CHATML = (

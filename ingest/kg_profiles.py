@@ -38,7 +38,16 @@ FREEBASE_META = {
 class Profile(Protocol):
     """Routes parsed quads into a batch."""
 
+    def all_facts(self, ntriples: bytes) -> bool:
+        """Whether every triple of this N-Triples text is a fact as it stands, so routing can be
+        skipped. A profile that filters or rewrites says False."""
+        ...
+
     def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None: ...
+
+
+def _never_all_facts(ntriples: bytes) -> bool:
+    return False
 
 
 def _lang_ok(literal: ox.Literal, languages: frozenset[str]) -> bool:
@@ -99,6 +108,8 @@ class FreebaseProfile:
                 self._drop_cache[local] = hit
         return hit
 
+    all_facts = staticmethod(_never_all_facts)
+
     def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None:
         ns, n = FREEBASE_NS, len(FREEBASE_NS)
         for quad in quads:
@@ -144,6 +155,8 @@ class WikidataProfile:
     """
 
     languages: frozenset[str] = frozenset({"en"})
+
+    all_facts = staticmethod(_never_all_facts)
 
     def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None:
         ent, direct = WIKIDATA_ENTITY, WIKIDATA_DIRECT

@@ -42,8 +42,7 @@ def read_line_rdf(
                 batch.raw = data
         except (SyntaxError, ValueError):
             quads = _parse_lines_one_by_one(lines, first_line, name, fmt, mend, batch)
-        all_facts = getattr(profile, "all_facts", None)
-        if batch.raw is not None and all_facts is not None and all_facts(data):
+        if batch.raw is not None and profile.all_facts(data):
             batch.facts = quads  # plain N-Triples without metadata: nothing to route
         else:
             profile.route(quads, batch)

@@ -18,9 +18,6 @@ import pytest
 
 from index.build import build_index
 from index.doc_stage import DocSource
-from index.kg_stage import KgSource
-from index.manifest import read_manifest
-from index.paths import IndexPaths
 from ingest.doc_records import Document
 from ingest.documents import iter_documents, read_documents
 from ingest.errors import InputError
@@ -28,6 +25,7 @@ from ingest.kg_batch import LABEL
 from ingest.progress import NullReporter
 from ingest.rejects import RejectLog
 from ingest.wikidata_json import read_wikidata_json
+from tests.test_kg_ingest import build, rejects
 
 WD = "http://www.wikidata.org/entity/"
 
@@ -35,18 +33,6 @@ WD = "http://www.wikidata.org/entity/"
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------
-
-
-def build(tmp_path: Path, path: Path, fmt: str) -> dict:
-    """Build a KG-only index at tmp_path/ix and return the kg stage's counts."""
-    out = tmp_path / "ix"
-    build_index(out, [KgSource(path, fmt)], [])
-    return read_manifest(IndexPaths(out))["stages"]["kg"]["counts"]
-
-
-def rejects(tmp_path: Path) -> list[dict]:
-    text = (tmp_path / "ix" / "rejects.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines()]
 
 
 def fails_cleanly(tmp_path: Path, path: Path, fmt: str, pattern: str) -> str:

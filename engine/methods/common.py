@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from engine.answer_match import names as _contains
 from engine.entities import normalise
 from engine.llm import LLM, ChatResult
 from engine.record import AnswerRecord, Question
@@ -61,10 +62,6 @@ def answer_of(parsed: Any) -> str:
         if isinstance(value, str):
             return " ".join(value.split()).strip(" .")
     return ""
-
-
-def _contains(haystack: str, needle: str) -> bool:
-    return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
 
 
 def names_any(answer: str, labels: Sequence[str]) -> bool:
