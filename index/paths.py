@@ -60,3 +60,20 @@ class IndexPaths:
         """Every chunk / entity-label vector (float16) with a key of its text: read by search,
         and by the next build, which re-embeds only texts it has not seen with the same model."""
         return self.root / "embeddings"
+
+    @property
+    def vector_meta(self) -> Path:
+        """What the vectors stage built: model, dim, FAISS kind and search parameters per kind."""
+        return self.vectors / "meta.json"
+
+    def faiss_index(self, kind: str) -> Path:
+        """The FAISS index of `kind` ("chunks" or "entities")."""
+        return self.vectors / f"{kind}.faiss"
+
+    def vector_ids(self, kind: str) -> Path:
+        """The row -> id map of `kind`'s FAISS index."""
+        return self.vectors / f"{kind}.ids.parquet"
+
+    def stored_vectors(self, kind: str) -> Path:
+        """Every vector of `kind` as float16, in FAISS row order (exact re-ranking)."""
+        return self.embeddings / f"{kind}.f16.npy"

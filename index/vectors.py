@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.embedder import Embedder
+from index.embedder import Embedder
 from ingest.errors import IndexError_
 from ingest.progress import progress_bar
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.answer_match import (
+from engine.questions.answer_match import (
     answer_groups,
     exact_match,
     hits_at_1,
@@ -110,7 +110,7 @@ def test_path_overlap_is_share_of_gold_relations_found() -> None:
 
 
 def test_answer_set_is_what_the_answer_names_not_every_explored_entity() -> None:
-    from engine.answer_match import answer_set
+    from engine.questions.answer_match import answer_set
 
     gold = answer_groups(["Tracker", "River Queen"])
     # a KG method ranks everything its paths reached; its answer text names two of them

@@ -1,7 +1,8 @@
 """Batch runs: records, resumability under a real kill -9, workers, config guard, errors.
 
-The methods are a scripted fake backend (written to a temp folder and named by
-LOCALKG_TEST_METHODS); it checks the batch's control flow, not any method. The index is a real
+The methods are scripted ones that a plugin module (written to a temp folder, passed as
+`plugins` / `--plugin`) registers, and the LLM is `scripted:` (no model); this checks the
+batch's control flow, not any method. The index is a real
 one built from PathQuestion's 2H KB, and the questions are PathQuestion's real file.
 """
 
@@ -19,8 +20,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from engine.batch import (
-    TEST_METHODS_ENV,
+from engine.questions.record import Question
+from engine.runs.batch import (
     BatchError,
     BatchOptions,
     read_records,
@@ -28,52 +29,27 @@ from engine.batch import (
     run_batch,
     select_questions,
 )
-from engine.record import Question
 from ingest.errors import InputError, ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_MODULE = "fake_methods_for_batch"
 FAKE_SOURCE = '''
-"""Scripted methods backend for tests/test_batch.py (the engine.methods.base interface)."""
+"""A plugin for tests/test_batch.py: registers scripted methods (oracle, slow, flaky, broken-model)."""
 import os
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
-from engine.record import AnswerRecord, EvidencePath
+from engine.access.graph import EvidencePath
+from engine.methods.registry import register
+from engine.methods.spec import MethodSpec
+from engine.questions.record import AnswerRecord
 from ingest.errors import ModelError
 
-METHODS = {"oracle": None, "slow": None, "flaky": None, "broken-model": None}
 
-
-@dataclass
-class FakeLLM:
-    fingerprint: str
-
-
-@dataclass
-class Context:
-    index: Path
-    llm: FakeLLM
-
-
-def model_fingerprint(llm):
-    return "fake:" + (llm or "default")
-
-
-def open_context(index, llm, *, cache=True):
+def run(question, ctx, config, method):
     log = os.environ.get("FAKE_PID_LOG")
     if log:
         with open(log, "a") as handle:
             handle.write(f"{os.getpid()}\\n")
-    return Context(Path(index), FakeLLM(model_fingerprint(llm)))
-
-
-def default_config(method):
-    return {"beam": 3, "temperature": 0.0}
-
-
-def run_question(method, question, ctx, config=None):
     time.sleep(float(os.environ.get("FAKE_DELAY", "0")))
     if method == "flaky" and question.id.endswith("3"):
         raise RuntimeError("scripted failure")
@@ -87,10 +63,12 @@ def run_question(method, question, ctx, config=None):
         prediction=prediction, predictions=[prediction], answer_source="kg" if good else "llm",
         paths=[EvidencePath(source="kg", triples=[[question.topic_entities[0], relation, prediction]],
                             relation_ids=[relation])],
-        llm_calls=[{"stage": "answer", "prompt_tokens": 100, "cached_tokens": 20, "completion_tokens": 5,
-                    "seconds": 0.01, "cache_hit": False}],
-        seconds=0.01, config_hash="fake",
     )
+
+
+for _name in ("oracle", "slow", "flaky", "broken-model"):
+    register(MethodSpec(_name, lambda q, c, cfg, _m=_name: run(q, c, cfg, _m),
+                        {"beam": 3, "temperature": 0.0}, "scripted test method"))
 '''
 
 
@@ -104,7 +82,6 @@ def fake_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def fake_backend(fake_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.syspath_prepend(str(fake_dir))
-    monkeypatch.setenv(TEST_METHODS_ENV, FAKE_MODULE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake_dir), str(REPO)]))  # for spawned workers
     return fake_dir
 
@@ -130,8 +107,10 @@ def _ids(path: Path) -> list[str]:
     return [r["id"] for r in records]
 
 
-def _options(index: Path, questions: Path, out: Path, methods: list[str], **kwargs: object) -> BatchOptions:
-    return BatchOptions(index=index, questions=questions, methods=methods, out=out, **kwargs)  # type: ignore[arg-type]
+def _options(index: Path, questions: Path, out: Path, methods: list[str], **kwargs: Any) -> BatchOptions:
+    kwargs.setdefault("llm", "scripted:")
+    kwargs.setdefault("plugins", [FAKE_MODULE])
+    return BatchOptions(index=index, questions=questions, methods=methods, out=out, **kwargs)
 
 
 def test_batch_writes_records_and_run_json(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
@@ -144,13 +123,13 @@ def test_batch_writes_records_and_run_json(fake_backend: Path, pq_index: Path, p
     assert first["method"] == "oracle" and first["prediction"] == "united_kingdom"
     assert first["correct"]["hits1"] is True and first["correct"]["paper_em"] is True
     assert first["extra"]["gold"]["relations"] == ["spouse", "nationality"]
-    assert first["llm_calls"][0]["prompt_tokens"] == 100
+    assert first["llm_calls"] == [] and first["extra"]["llm_summary"]["calls"] == 0  # no model asked
     flaky = {r["id"]: r for r in map(json.loads, (out / "flaky.jsonl").read_text().splitlines())}
     assert flaky["PQ-2H-3"]["error"] == "RuntimeError: scripted failure"  # recorded, batch went on
     assert len(flaky) == 12
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "complete"
-    assert run["model"]["fingerprint"] == "fake:default"
+    assert run["model"]["fingerprint"] == "scripted:none"
     assert len(run["index"]["fingerprint"]) == 16
     assert run["questions"]["count"] == 12 and run["questions"]["ids"][0] == "PQ-2H-1"
     assert run["methods"]["oracle"]["config"] == {"beam": 3, "temperature": 0.0}
@@ -175,8 +154,10 @@ def test_config_change_is_refused_unless_forced(fake_backend: Path, pq_index: Pa
         run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, settings=["beam=5"]))
     with pytest.raises(BatchError, match="questions limit"):
         run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=4))
+    replies = tmp_path / "replies.json"
+    replies.write_text("[]")
     with pytest.raises(BatchError, match="model"):
-        run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, llm="other"))
+        run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, llm=f"scripted:{replies}"))
     # A new method may join the run; a forced change is recorded.
     run_batch(_options(pq_index, pq_questions, out, ["oracle", "slow"], limit=3))
     run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, settings=["oracle.beam=5"], force_config=True))
@@ -190,6 +171,8 @@ def test_settings_and_methods_are_checked(fake_backend: Path, pq_index: Path, pq
         run_batch(_options(pq_index, pq_questions, tmp_path / "a", ["oracle", "nope"]))
     with pytest.raises(InputError, match="no such config key; known keys: beam, temperature"):
         run_batch(_options(pq_index, pq_questions, tmp_path / "b", ["oracle"], settings=["bean=2"]))
+    with pytest.raises(InputError, match="plugin module 'no_such_plugin' not found"):
+        run_batch(_options(pq_index, pq_questions, tmp_path / "c", ["oracle"], plugins=["no_such_plugin"]))
 
 
 def test_fatal_model_error_stops_the_batch(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
@@ -226,7 +209,8 @@ def test_repair_cuts_only_a_torn_last_line(tmp_path: Path) -> None:
 
 def _batch_command(index: Path, questions: Path, out: Path, *extra: str) -> list[str]:
     return [sys.executable, str(REPO / "cli.py"), "batch", "--index", str(index), "--questions", str(questions),
-            "--methods", "oracle,slow", "--out", str(out), "--limit", "40", *extra]
+            "--methods", "oracle,slow", "--out", str(out), "--limit", "40", "--llm", "scripted:",
+            "--plugin", FAKE_MODULE, *extra]
 
 
 def _wait_for_records(out: Path, count: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
@@ -319,18 +303,17 @@ def test_a_second_writer_is_refused(fake_backend: Path, pq_index: Path, pq_quest
 
 @pytest.mark.slow
 def test_real_io_method_end_to_end(pq_index: Path, pq_questions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real engine.methods.base with the default GGUF model: records carry real LLM costs."""
-    from engine.evaluate import evaluate_run
-    from engine.models import resolve_local
+    """The real io method with the default GGUF model: records carry real LLM costs."""
+    from engine.llm.models import resolve_local
+    from engine.runs.evaluate import evaluate_run
 
-    monkeypatch.delenv(TEST_METHODS_ENV, raising=False)
     pytest.importorskip("llama_cpp")
     try:
         resolve_local(None)
     except ModelError as exc:
         pytest.skip(f"default model not installed: {exc}")
     out = tmp_path / "run"
-    report = run_batch(_options(pq_index, pq_questions, out, ["io"], limit=2))
+    report = run_batch(_options(pq_index, pq_questions, out, ["io"], limit=2, llm=None, plugins=[]))
     assert report.ran == 2 and report.errors == 0
     records = [json.loads(line) for line in (out / "io.jsonl").read_text().splitlines()]
     assert [r["id"] for r in records] == ["PQ-2H-1", "PQ-2H-2"]
@@ -347,7 +330,8 @@ def _cli_batch(index: Path, questions: Path, out: Path, *extra: str, methods: st
     from cli import main
 
     return CliRunner().invoke(main, ["batch", "--index", str(index), "--questions", str(questions),
-                                     "--methods", methods, "--out", str(out), *extra])
+                                     "--methods", methods, "--out", str(out), "--llm", "scripted:",
+                                     "--plugin", FAKE_MODULE, *extra])
 
 
 def _selection(out: Path, method: str = "oracle") -> dict[str, Any]:
@@ -489,7 +473,7 @@ def test_cli_resume_writes_no_duplicates(fake_backend: Path, pq_index: Path, pq_
     assert fourth.exit_code == 0 and ": 0 answered now" in fourth.output and "), 12 already done" in fourth.output
     assert _ids(out / "oracle.jsonl") == ids
     # eval agrees: no duplicates, nothing missing.
-    from engine.evaluate import evaluate_run
+    from engine.runs.evaluate import evaluate_run
 
     summary = evaluate_run(out, write=False)["methods"]
     for method in ("oracle", "flaky"):

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from engine.batch import TEST_METHODS_ENV
-from engine.llm_cache import ResponseCache
+from engine.llm.cache import ResponseCache
 from ingest.errors import ModelError
 
 pytestmark = pytest.mark.slow
@@ -31,13 +30,12 @@ QUESTIONS = 3
 @pytest.fixture
 def real_model(monkeypatch: pytest.MonkeyPatch) -> str:
     pytest.importorskip("llama_cpp")
-    from engine.models import resolve_local
+    from engine.llm.models import resolve_local
 
     try:
         resolve_local(MODEL)
     except ModelError as exc:
         pytest.skip(f"{MODEL} not installed: {exc}")
-    monkeypatch.delenv(TEST_METHODS_ENV, raising=False)  # the real engine.methods.base
     monkeypatch.delenv("LOCALKG_LLM_CACHE", raising=False)  # the cache lives under LOCALKG_HOME
     return MODEL
 
@@ -78,8 +76,8 @@ def _without_timing(record: dict[str, Any]) -> dict[str, Any]:
 
 def test_rerun_replays_cached_answers(real_model: str, metaqa_index: Path, shared_data: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.evaluate import evaluate_run
-    from engine.llm import LlamaCppLLM
+    from engine.llm.backends import LlamaCppLLM
+    from engine.runs.evaluate import evaluate_run
 
     questions = shared_data / "metaqa" / "questions" / "1-hop" / "qa_dev.txt"
     cache_file = Path(os.environ["LOCALKG_HOME"]) / "llm-cache.sqlite3"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.datasets import detect_format, metaqa_relations, read_questions
+from engine.questions.datasets import detect_format, metaqa_relations, read_questions
 from ingest.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]

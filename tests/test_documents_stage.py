@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.docs import DocumentStore
+from engine.access.documents import ParquetDocumentStore
 from index.doc_stage import DocOptions, DocSource, build_documents
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, InputError
@@ -68,7 +68,7 @@ def test_hotpot_paragraphs_are_linked_by_sitelink_label_alias_and_normalised_tit
     entities = {r["id"]: r["doc_ids"] for r in pq.read_table(paths.entities).to_pylist()}
     assert entities["Q5"] == [] and entities["Q6"] == [] and len(entities["Q1"]) == 1
     assert counts["linked_documents"] == sum(len(v) for v in entities.values())
-    store = DocumentStore(paths)
+    store = ParquetDocumentStore(paths)
     assert [c.title for c in store.chunks_of("Q1")] == ["Oksana Baiul"]
     hits = store.sparse_search("1993 World champion figure skater", 3)
     assert hits[0].chunk.title == "Oksana Baiul" and hits[0].chunk.entity == "Q1"
@@ -92,7 +92,7 @@ def test_collections_are_contiguous_and_web_is_not_linked_by_title(tmp_path: Pat
     by_doc = {c["doc_id"]: c["entity"] for c in chunks}
     assert by_doc["12"] is None  # web "Anarchism" page: not tied to an entity
     assert by_doc["d1"] == "e:anarchism"  # domain texts are linked
-    store = DocumentStore(paths)
+    store = ParquetDocumentStore(paths)
     assert {h.chunk.collection for h in store.sparse_search("anarchism", 10, "web")} == {"web"}
     assert [h.chunk.doc_id for h in store.sparse_search("anarchism", 10, "domain")] == ["d1"]
     stats = store.stats()
@@ -126,7 +126,7 @@ def test_documents_without_a_kg_keep_their_given_entity(tmp_path: Path) -> None:
     source.write_text('{"id": "x", "title": "Douglas Adams", "text": "Writer.", "entity": "Q42"}\n{"id": "y", "title": "T", "text": "Text."}\n')
     counts, _ = build(paths, [DocSource(source, "auto", "wiki")])
     assert counts["linked_documents"] == 1 and not paths.entities.exists()
-    assert DocumentStore(paths).chunks_of("http://www.wikidata.org/entity/Q42")[0].doc_id == "x"
+    assert ParquetDocumentStore(paths).chunks_of("http://www.wikidata.org/entity/Q42")[0].doc_id == "x"
 
 
 def test_bad_options_and_empty_sources(tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ def test_metaqa_dropped_facts_become_linked_wiki_documents(tmp_path: Path, share
     assert counts["documents"] == len(dropped) == kg["kg_keep"]["dropped_documents"] and not rejects
     assert counts["collections"] == {"wiki": len(dropped)}
     assert counts["linked_documents"] == len(dropped) and counts["link_reasons"] == {"given": len(dropped)}
-    store = DocumentStore(paths)
+    store = ParquetDocumentStore(paths)
     sample = dropped[:: max(1, len(dropped) // 50)]
     for doc in sample:
         chunks = store.chunks_of(doc["entity"])

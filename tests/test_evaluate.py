@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from engine.evaluate import evaluate_run, explored_relations, format_markdown, score_method
+from engine.runs.evaluate import evaluate_run, explored_relations, format_markdown, score_method
 from ingest.errors import InputError
 
 

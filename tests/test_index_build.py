@@ -16,11 +16,11 @@ import pyoxigraph as ox
 import pytest
 from click.testing import CliRunner
 
-import engine.embedder
+import index.embedder
 import index.kg_stage
 from cli import main
-from engine.embedder import model_fingerprint, resolve_model_path
 from index.build import build_index
+from index.embedder import model_fingerprint, resolve_model_path
 from index.kg_stage import KgSource
 from index.manifest import read_manifest
 from index.paths import IndexPaths
@@ -53,7 +53,7 @@ class FakeEmbedder:
 
 @pytest.fixture()
 def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine.embedder, "SentenceTransformerEmbedder", FakeEmbedder)
+    monkeypatch.setattr(index.embedder, "SentenceTransformerEmbedder", FakeEmbedder)
 
 
 def index_cli(*args: object) -> str:
@@ -254,7 +254,7 @@ def test_replace_forgets_recorded_sources_and_options(tmp_path: Path, fake_embed
 
 
 def test_outputs_of_a_stage_that_no_longer_exists_are_dropped(tmp_path: Path, fake_embedder: None) -> None:
-    from engine.docs import DocumentStore, document_stats
+    from engine.access.documents import ParquetDocumentStore, document_stats
 
     kb, docs, out = small_kg(tmp_path), small_docs(tmp_path), tmp_path / "ix"
     index_cli("--out", out, "--kg", kb, "--kg-format", "tsv", "--docs", docs)
@@ -271,7 +271,7 @@ def test_outputs_of_a_stage_that_no_longer_exists_are_dropped(tmp_path: Path, fa
     assert "doc_ids" not in pq.read_schema(out / "entities.parquet").names  # no links to gone documents
     assert document_stats(out)["documents"] == 0
     with pytest.raises(IndexError_, match="no documents"):
-        DocumentStore(out)
+        ParquetDocumentStore(out)
     stats = CliRunner().invoke(main, ["docs", "stats", "--index", str(out), "--json"])
     assert stats.exit_code == 0 and json.loads(stats.output)["documents"] == 0
 

@@ -25,13 +25,14 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from engine import sparql_escape
-from engine.entities import EntityTable
-from engine.kg import OxigraphKG, SparqlEndpointKG, stable_sample
-from engine.llm_scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.base import open_context, run_question
-from engine.record import Question
+from engine.access import sparql_escape
+from engine.access.kg import SCAN_FACTOR, Edges, OxigraphKG, SparqlEndpointKG, stable_sample
+from engine.llm.scripted import ScriptedLLM, ScriptedRequest
+from engine.questions.record import Question
+from engine.runs.answer import answer_question as run_question
+from engine.runs.context import open_context
 from index.build import build_index
+from index.entities import EntityTable
 from index.kg_stage import KgSource
 from index.paths import IndexPaths
 from ingest.errors import LocalkgError
@@ -111,7 +112,7 @@ def test_entity_lookup_by_label_alias_and_id(metaqa_index: Path) -> None:
     assert table.resolve("no such film at all") is None
 
 
-def test_metaqa_relations_tails_and_neighbourhood(metaqa_index: Path) -> None:
+def test_metaqa_relations_tails_and_edges(metaqa_index: Path) -> None:
     kg = OxigraphKG.open(IndexPaths(metaqa_index))
     film = mint_entity("Ginger Snaps")
     out = {kg.relation_label(r.id) for r in kg.relations_of(film, "out")}
@@ -124,14 +125,18 @@ def test_metaqa_relations_tails_and_neighbourhood(metaqa_index: Path) -> None:
     capped = kg.tails(english, mint_relation("in_language"), "in", limit=25)
     assert len(capped) == 25
     assert capped == kg.tails(english, mint_relation("in_language"), "in", limit=25)
-    triples = kg.neighbourhood([film], hops=2, max_degree=10)
-    assert any(t.head == film for t in triples)
-    assert len({t.head for t in triples} | {t.tail for t in triples}) > 20
+    # edges: every fact of one direction; with a limit a stable sample from a bounded scan
+    out_edges = kg.edges(film, "out")
+    assert out_edges.complete and (mint_relation("directed_by"), mint_entity("John Fawcett")) in out_edges.pairs
+    hub = kg.edges(english, "in", limit=25)
+    assert len(hub.pairs) == 25 and not hub.complete and hub.scanned == 25 * SCAN_FACTOR
+    assert hub == kg.edges(english, "in", limit=25)
+    assert {r for r, _ in hub.pairs} == {mint_relation("in_language")}
 
 
 def test_store_is_shared_read_only_by_processes(metaqa_index: Path) -> None:
     code = (
-        "import sys; from engine.kg import OxigraphKG; from index.paths import IndexPaths; "
+        "import sys; from engine.access.kg import OxigraphKG; from index.paths import IndexPaths; "
         "from ingest.terms import mint_entity; from pathlib import Path; "
         "kg = OxigraphKG.open(IndexPaths(Path(sys.argv[1]))); "
         "print(len(kg.relations_of(mint_entity('Ginger Snaps'))))"
@@ -225,7 +230,7 @@ def test_endpoint_backend_matches_embedded(endpoint: str, hostile_index: Path) -
         assert remote.relations_of(entity) == local.relations_of(entity)
         assert remote.tails(entity, mint_relation("linked_to"), "out") == local.tails(entity, mint_relation("linked_to"), "out")
         assert remote.label(entity) == name
-        assert remote.neighbourhood([entity], hops=3) == local.neighbourhood([entity], hops=3)
+        assert _subgraph_edges(remote, entity, 3) == _subgraph_edges(local, entity, 3)
 
 
 # Query text an attacker could put where an entity or relation id goes. The first ones are no
@@ -253,7 +258,8 @@ def test_endpoint_attacks_are_data(endpoint: str, hostile_index: Path) -> None:
         assert remote.tails(attack, member, "in", limit=5) == [] == remote.tails(hub, attack, limit=5)
         # not an error, not another node's label, not "all triples": the same as the embedded store
         assert remote.label(attack) == local.label(attack)
-        assert remote.neighbourhood([attack], hops=2) == []
+        assert remote.edges(attack, "out") == Edges() == remote.edges(attack, "in", limit=3)
+        assert _subgraph_edges(remote, attack, 2) == set()
     assert remote.relations_of(hub) != []  # data still there
 
 
@@ -309,7 +315,7 @@ def _entities(kg: OxigraphKG) -> list[str]:
 
 
 def assert_same_answers(remote: SparqlEndpointKG, local: OxigraphKG, entities: list[str]) -> None:
-    """label, relations_of, tails (with and without a limit) and neighbourhood agree."""
+    """label, relations_of, tails (with and without a limit), edges and subgraphs agree."""
     for entity in entities:
         assert remote.label(entity) == local.label(entity), entity
         for direction in ("out", "in", "both"):
@@ -320,7 +326,17 @@ def assert_same_answers(remote: SparqlEndpointKG, local: OxigraphKG, entities: l
                 tails = local.tails(entity, rel.id, rel.direction, limit)
                 assert remote.tails(entity, rel.id, rel.direction, limit) == tails, (entity, rel, limit)
                 assert [remote.label(t) for t in tails] == [local.label(t) for t in tails]
-        assert remote.neighbourhood([entity], hops=2, max_degree=4) == local.neighbourhood([entity], hops=2, max_degree=4)
+        for direction in ("out", "in"):
+            assert remote.edges(entity, direction) == local.edges(entity, direction), entity  # type: ignore[arg-type]
+        assert _subgraph_edges(remote, entity, 2) == _subgraph_edges(local, entity, 2)
+
+
+def _subgraph_edges(kg: Any, entity: str, hops: int) -> set[tuple[str, str, str]]:
+    """The (subject, relation, object) facts of an entity's question subgraph."""
+    from engine.access.graph import subgraph_within
+
+    sub = subgraph_within(kg, [entity], hops)
+    return {(u, key, v) for u, v, key in sub.graph.edges(keys=True)}
 
 
 def test_fixture_holds_the_hostile_names(iris_index: Path) -> None:
@@ -487,10 +503,10 @@ def test_ask_with_kg_endpoint_walks_the_same_graph(demo_index: Path, demo_endpoi
         return models[-1]
 
     def ask(*extra: str) -> Any:
-        return cli_json("ask", "--index", str(demo_index), "--method", "tog", "--depth", "2", "--width", "2",
+        return cli_json("ask", "--index", str(demo_index), "--method", "tog", "--set", "depth=2", "--set", "width=2",
                         "--topic", "Norvale Motors", "--json", *extra, "Who founded Norvale Motors?")
 
-    monkeypatch.setattr("engine.methods.base.open_llm", scripted_llm)
+    monkeypatch.setattr("engine.runs.context.open_llm", scripted_llm)
     embedded, remote = ask(), ask("--kg-endpoint", demo_endpoint)
     assert remote["extra"].pop("kg_endpoint") == demo_endpoint and "kg_endpoint" not in embedded["extra"]
     assert embedded["error"] is None and embedded["paths"] and len(embedded["extra"]["trace"]) == 2

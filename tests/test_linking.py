@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.linking import EntityLinker, LinkCandidate
+from engine.access.linking import EntityLinker, LinkCandidate
 
 REPO = Path(__file__).resolve().parents[1]
 _TOPIC = re.compile(r"\[([^\]]+)\]")

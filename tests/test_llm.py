@@ -21,18 +21,18 @@ import pytest
 from click.testing import CliRunner
 
 import cli
-from engine.llm import (
+from engine.llm.backends import (
     LLM,
     LlamaCppLLM,
     OpenAICompatLLM,
     _gbnf_for_schema,
     enum_array,
-    open_llm,
     parse_reply,
 )
-from engine.llm_cache import CachedReply, ResponseCache, cache_key
-from engine.llm_scripted import ScriptedLLM
-from engine.models import REGISTRY, model_path
+from engine.llm.cache import CachedReply, ResponseCache, cache_key
+from engine.llm.models import REGISTRY, model_path
+from engine.llm.open import open_llm
+from engine.llm.scripted import ScriptedLLM
 from ingest.errors import ModelError
 
 TINY = REGISTRY["smollm2-135m"]

@@ -24,9 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 import cli
-from engine.llm import OpenAICompatLLM, open_llm
-from engine.llm_cache import ResponseCache
-from engine.models import REGISTRY, model_path
+from engine.llm.backends import OpenAICompatLLM
+from engine.llm.cache import ResponseCache
+from engine.llm.models import REGISTRY, model_path
+from engine.llm.open import open_llm
 from ingest.errors import ModelError
 
 SCHEMA = {

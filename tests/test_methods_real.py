@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.llm import open_llm
-from engine.llm_cache import ResponseCache
-from engine.methods.base import Context, open_context, run_question
-from engine.record import AnswerRecord, Question
+from engine.llm.cache import ResponseCache
+from engine.llm.open import open_llm
+from engine.methods.context import Context
+from engine.questions.record import AnswerRecord, Question
+from engine.runs.answer import answer_question as run_question
+from engine.runs.context import open_context
 from index.build import build_index
 from index.doc_stage import DocOptions
 from index.kg_stage import KgSource
@@ -127,7 +129,7 @@ def test_ask_command(metaqa_index: Path, shared_data: Path) -> None:
 
     question = metaqa_questions(shared_data, 1)[0].question
     runner = CliRunner()
-    result = runner.invoke(main, ["ask", "--index", str(metaqa_index), "--llm", MODEL, "--depth", "1",
+    result = runner.invoke(main, ["ask", "--index", str(metaqa_index), "--llm", MODEL, "--set", "depth=1",
                                   "--json", question])
     assert result.exit_code == 0, result.output
     record = json.loads(result.output)
@@ -137,5 +139,9 @@ def test_ask_command(metaqa_index: Path, shared_data: Path) -> None:
                                  question])
     assert shown.exit_code == 0, shown.output
     assert "answer" in shown.output and "Temuera Morrison" in shown.output
-    wrong = runner.invoke(main, ["ask", "--index", str(metaqa_index), "--method", "io", "--width", "2", question])
-    assert wrong.exit_code == 2 and "only apply to tog" in wrong.output
+    wrong = runner.invoke(main, ["ask", "--index", str(metaqa_index), "--method", "io", "--set", "width=2", question])
+    assert wrong.exit_code == 2 and "no such config key; known keys: max_tokens, seed, temperature" in wrong.output
+    typo = runner.invoke(main, ["ask", "--index", str(metaqa_index), "--method", "tog", "--set", "depth=0", question])
+    assert typo.exit_code == 2 and "depth must be a positive integer, not 0" in typo.output
+    unknown = runner.invoke(main, ["ask", "--index", str(metaqa_index), "--method", "tog3", question])
+    assert unknown.exit_code == 2 and "unknown method 'tog3'" in unknown.output

@@ -14,14 +14,17 @@ from typing import Any
 
 import pytest
 
-from engine.entities import EntityTable
-from engine.kg import OxigraphKG
-from engine.llm_scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.base import Context, default_config, run_question
+from engine.access.kg import OxigraphKG
+from engine.access.relations import RelationTable
+from engine.llm.scripted import ScriptedLLM, ScriptedRequest
+from engine.methods.context import Context
 from engine.methods.labels import entity_text, relation_text
-from engine.record import AnswerRecord, Question
-from engine.relations import RelationTable
+from engine.methods.registry import default_config
+from engine.questions.record import AnswerRecord, Question
+from engine.runs.answer import answer_question as run_question
+from engine.runs.context import open_context
 from index.build import build_index
+from index.entities import EntityTable
 from index.kg_stage import KgSource
 from index.paths import IndexPaths
 from ingest.errors import ModelError
@@ -38,8 +41,13 @@ def pq_index(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 def _context(index: Path, llm: Any) -> Context:
-    paths = IndexPaths(index)
-    return Context(index, OxigraphKG.open(paths), EntityTable.open(paths), llm)
+    return open_context(index, llm)
+
+
+def _entity(index: Path, name: str) -> str:
+    found = EntityTable.open(IndexPaths(index)).resolve(name)
+    assert found is not None, name
+    return found
 
 
 def _enum(req: ScriptedRequest, key: str) -> list[str]:
@@ -100,7 +108,7 @@ def test_relation_enum_is_exactly_the_entity_relations(pq_index: Path) -> None:
     llm = ScriptedLLM(script())
     ctx = _context(pq_index, llm)
     run_question("tog", PQ_QUESTION, ctx)
-    topic = ctx.entities.resolve("sylvia_brett")
+    topic = _entity(pq_index, "sylvia_brett")
     assert topic is not None
     expected = {relation_text(ctx.kg, r) for r in ctx.kg.relations_of(topic)}
     first = llm.requests[0]
@@ -151,7 +159,7 @@ def test_entity_enum_holds_only_real_tails(pq_index: Path) -> None:
         assert fact is not None
         left, relation, right = fact.group(1).split(", ")
         direction = "out" if right == "?" else "in"
-        head = ctx.entities.resolve(left if direction == "out" else right)
+        head = _entity(pq_index, left if direction == "out" else right)
         rel = relations.resolve(relation)
         assert head is not None and rel is not None
         tails = {entity_text(ctx.kg, t) for t in ctx.kg.tails(head, rel, direction)}  # type: ignore[arg-type]
@@ -310,7 +318,7 @@ def test_prune_order_kg_by_default_similarity_on_request(pq_index: Path) -> None
     plain = ScriptedLLM(script())
     kg_ctx = _context(pq_index, plain)
     run_question("tog", PQ_QUESTION, kg_ctx, {"depth": 1})
-    topic = kg_ctx.entities.resolve("sylvia_brett")
+    topic = _entity(pq_index, "sylvia_brett")
     assert topic is not None
     in_kg_order = list(dict.fromkeys(relation_text(kg_ctx.kg, r) for r in kg_ctx.kg.relations_of(topic)))
     assert _shown_relations(plain.requests[0]) == in_kg_order
@@ -336,15 +344,15 @@ def test_prune_order_kg_by_default_similarity_on_request(pq_index: Path) -> None
 def test_follow_back_offers_the_way_back_when_it_leads_somewhere_new(metaqa_index: Path) -> None:
     """Film -> starred actors -> actor: with follow_back, "starred actors (reverse)" reaches the
     actor's other films (MetaQA's 3-hop chains); a relation that only leads back is not offered."""
-    from engine.methods.tog import Path as KgPath
-    from engine.methods.tog import Step, _Run
+    from engine.access.graph import GraphPath, Hop
+    from engine.methods.tog import _Run
 
     ctx = _context(metaqa_index, ScriptedLLM(script()))
-    film, actor = ctx.entities.resolve("Once Were Warriors"), ctx.entities.resolve("Temuera Morrison")
+    film, actor = _entity(metaqa_index, "Once Were Warriors"), _entity(metaqa_index, "Temuera Morrison")
     assert film is not None and actor is not None
     starred = next(r for r in ctx.kg.relations_of(film, "out") if ctx.kg.relation_label(r.id) == "starred actors")
     question = Question("q", "what films share actors with [Once Were Warriors]")
-    path = KgPath(film, (Step(film, starred.id, "out", actor),))
+    path = GraphPath(film, (Hop(film, starred.id, "out", actor),))
     paper = _Run(question, ctx, default_config("tog"), "tog")  # ToG's rule: never the way back
     assert not any(r.id == starred.id for r in paper.candidate_relations(path))
     run = _Run(question, ctx, {**default_config("tog"), "follow_back": True}, "tog")
@@ -354,7 +362,7 @@ def test_follow_back_offers_the_way_back_when_it_leads_somewhere_new(metaqa_inde
     assert film in other_films and len(other_films) > 1
 
     # Rena Owen's only film is this one: the way back from her leads nowhere new
-    lone = ctx.entities.resolve("Rena Owen")
+    lone = _entity(metaqa_index, "Rena Owen")
     assert lone is not None and ctx.kg.tails(lone, starred.id, "in") == [film]
-    dead = KgPath(film, (Step(film, starred.id, "out", lone),))
+    dead = GraphPath(film, (Hop(film, starred.id, "out", lone),))
     assert not any(r.id == starred.id and r.direction == "in" for r in run.candidate_relations(dead))

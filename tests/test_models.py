@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 import cli
-from engine import models
-from engine.models import REGISTRY, ModelSpec, Part
+from engine.llm import models
+from engine.llm.models import REGISTRY, ModelSpec, Part
 from ingest.errors import ModelError
 
 

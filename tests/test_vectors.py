@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from engine.docs import DocumentStore
-from engine.embedder import SentenceTransformerEmbedder, default_model_path, model_fingerprint
+from engine.access.documents import ParquetDocumentStore
 from index.doc_stage import DocOptions, DocSource, build_documents, build_vectors
+from index.embedder import SentenceTransformerEmbedder, default_model_path, model_fingerprint
 from index.paths import IndexPaths
 from index.vectors import choose_kind
 from ingest.errors import IndexError_, ModelError
@@ -80,7 +80,7 @@ def test_dense_search_by_collection_and_model_check(tmp_path: Path, shared_data:
     assert counts["chunk_vectors"] == chunks and counts["chunk_index"] == "flat"
     assert counts["model"] == "all-MiniLM-L6-v2" and counts["dim"] == 384
     assert counts["shards_computed"] == -(-chunks // 16) and counts["shards_reused"] == 0
-    store = DocumentStore(paths, embedder)
+    store = ParquetDocumentStore(paths, embedder)
     hits = store.dense_search("Oksana Baiul Ukrainian figure skater 1993 World champion", 5)
     assert hits[0].chunk.title == "Oksana Baiul" and 0 < hits[0].score <= 1.0001
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -97,7 +97,7 @@ def test_dense_search_by_collection_and_model_check(tmp_path: Path, shared_data:
     config = other / "config_sentence_transformers.json"
     config.write_text(config.read_text().replace("}", ', "note": "copy"}', 1))
     with pytest.raises(IndexError_, match=r"embedded with all-MiniLM-L6-v2 .* not with other-model"):
-        DocumentStore(paths, SentenceTransformerEmbedder(other))
+        ParquetDocumentStore(paths, SentenceTransformerEmbedder(other))
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivfpq"])
@@ -105,12 +105,12 @@ def test_approximate_indexes_find_what_exact_search_finds(tmp_path: Path, shared
     paths, questions = make_docs(tmp_path, shared_data, questions=8)
     cache = tmp_path / "cache"
     build_vectors(paths, DocOptions(shard_size=64, faiss_kind="flat"), cache)
-    exact = DocumentStore(paths, embedder)
+    exact = ParquetDocumentStore(paths, embedder)
     probes = [q["question"] for q in questions]
     expected = [exact.dense_search(q, 1)[0].chunk.chunk_id for q in probes]
     counts = build_vectors(paths, DocOptions(shard_size=64, faiss_kind=kind), cache)
     assert counts["chunk_index"] == kind and counts["shards_computed"] == 0  # vectors come from the cache
-    approx = DocumentStore(paths, embedder)
+    approx = ParquetDocumentStore(paths, embedder)
     found = [approx.dense_search(q, 3)[0].chunk.chunk_id for q in probes]
     # HNSW is near exact; IVF-PQ on a few dozen vectors trains on too few points to be.
     wanted = len(probes) - 1 if kind == "hnsw" else len(probes) // 2
@@ -139,7 +139,7 @@ _KILLED_BUILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from engine.embedder import SentenceTransformerEmbedder
+    from index.embedder import SentenceTransformerEmbedder
     from index.doc_stage import DocOptions, build_vectors
     from index.paths import IndexPaths
 
@@ -262,7 +262,7 @@ def test_label_search_on_ivfpq_rescores_exactly(tmp_path: Path, shared_data: Pat
                                                 embedder: SentenceTransformerEmbedder) -> None:
     """Linking compares label similarity with a threshold: on a compressed (IVF-PQ) index the
     scores must still be exact cosines, so candidates are re-ranked with the stored vectors."""
-    from engine.linking import LabelIndex
+    from engine.access.linking import LabelIndex
     from tests.test_documents_stage import write_entities
 
     paths, _ = make_docs(tmp_path, shared_data, questions=2)
@@ -273,7 +273,7 @@ def test_label_search_on_ivfpq_rescores_exactly(tmp_path: Path, shared_data: Pat
     build_vectors(paths, DocOptions(faiss_kind="ivfpq"), tmp_path / "cache")
     meta = json.loads((paths.vectors / "meta.json").read_text())
     assert meta["entities"]["kind"] == "ivfpq"
-    labels = LabelIndex(paths.vectors)
+    labels = LabelIndex(paths)
     probes = titles[:10]
     vectors = np.asarray(embedder.encode(probes), dtype=np.float32)
     for title, hits, vector in zip(probes, labels.search(vectors, 3), vectors, strict=True):

@@ -1,4 +1,5 @@
-"""Helpers every method shares: a fresh record, stage timing, one structured call, answers."""
+"""Helpers every method shares: a fresh record, stage timing, one structured call, a CoT call,
+answers and their ranking."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.answer_match import names as _contains
-from engine.entities import normalise
-from engine.llm import LLM, ChatResult
-from engine.record import AnswerRecord, Question
+from engine.llm.backends import LLM, ChatResult
+from engine.methods import prompts
+from engine.questions.answer_match import names as _contains
+from engine.questions.record import AnswerRecord, Question
+from index.entities import normalise
+
+if TYPE_CHECKING:
+    from engine.methods.context import Context
 
 _BRACKETS = re.compile(r"[\[\]]")
 
@@ -117,3 +122,22 @@ def majority(answers: Sequence[str]) -> list[tuple[str, int]]:
     order = list(counts)
     ranked = sorted(order, key=lambda k: (-counts[k], order.index(k)))
     return [(spelling[k], counts[k]) for k in ranked]
+
+
+def set_answer(record: AnswerRecord, parsed: Any, source: str = "llm") -> None:
+    """Fill prediction(s) and answer_source from a parsed {"answer": ...} reply."""
+    answer = answer_of(parsed)
+    record.prediction = answer
+    record.predictions = [answer] if answer else []
+    record.answer_source = source if answer else "none"  # type: ignore[assignment]
+    if parsed is None:
+        errors = record.extra.get("call_errors") or [{"error": "no reply"}]
+        record.error = "the answer call failed: " + errors[-1]["error"]
+
+
+def cot_once(question: Question, ctx: Context, record: AnswerRecord, *, temperature: float,
+             max_tokens: int, seed: int, stage: str) -> Any | None:
+    """One chain-of-thought call; the parsed {"reasoning", "answer"} reply or None."""
+    return ask(ctx.llm, record, system=prompts.COT_SYSTEM,
+               user=prompts.question_user(question_text(question)), schema=prompts.COT_SCHEMA,
+               stage=stage, temperature=temperature, max_tokens=max_tokens, seed=seed)

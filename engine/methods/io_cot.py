@@ -5,25 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.methods import prompts
-from engine.methods.common import answer_of, ask, new_record, question_text
-from engine.record import AnswerRecord, Question
+from engine.methods.common import ask, cot_once, new_record, question_text, set_answer
+from engine.methods.spec import MethodSpec, positive_ints
+from engine.questions.record import AnswerRecord, Question
 
 if TYPE_CHECKING:
-    from engine.methods.base import Context
+    from engine.methods.context import Context
 
 IO_DEFAULTS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 48, "seed": 0}
 COT_DEFAULTS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 160, "seed": 0}
-
-
-def set_answer(record: AnswerRecord, parsed: Any, source: str = "llm") -> None:
-    """Fill prediction(s) and answer_source from a parsed {"answer": ...} reply."""
-    answer = answer_of(parsed)
-    record.prediction = answer
-    record.predictions = [answer] if answer else []
-    record.answer_source = source if answer else "none"  # type: ignore[assignment]
-    if parsed is None:
-        errors = record.extra.get("call_errors") or [{"error": "no reply"}]
-        record.error = "the answer call failed: " + errors[-1]["error"]
 
 
 def run_io(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
@@ -37,14 +27,6 @@ def run_io(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRe
     return record
 
 
-def cot_once(question: Question, ctx: Context, record: AnswerRecord, *, temperature: float,
-             max_tokens: int, seed: int, stage: str) -> Any | None:
-    """One chain-of-thought call; the parsed {"reasoning", "answer"} reply or None."""
-    return ask(ctx.llm, record, system=prompts.COT_SYSTEM,
-               user=prompts.question_user(question_text(question)), schema=prompts.COT_SCHEMA,
-               stage=stage, temperature=temperature, max_tokens=max_tokens, seed=seed)
-
-
 def run_cot(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
     """Chain-of-thought: short reasoning, then the answer."""
     record = new_record(question, "cot")
@@ -54,3 +36,9 @@ def run_cot(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
         record.extra["reasoning"] = parsed.get("reasoning", "")
     set_answer(record, parsed)
     return record
+
+
+IO = MethodSpec("io", run_io, IO_DEFAULTS, "the model answers from its own knowledge (one call)",
+                (positive_ints("max_tokens"),))
+COT = MethodSpec("cot", run_cot, COT_DEFAULTS, "chain-of-thought: brief reasoning, then the answer",
+                 (positive_ints("max_tokens"),))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from engine.kg import KnowledgeGraph, Relation, is_literal
+from engine.access.kg import KnowledgeGraph, Relation, is_literal
 from ingest.terms import local_name, readable_relation
 
 UNNAMED = "unnamed entity"

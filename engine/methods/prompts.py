@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.llm import enum_array
+from engine.llm.backends import enum_array
 
 # ------------------------------------------------------------------------------------------
 # schemas

@@ -17,10 +17,10 @@ import numpy as np
 
 from engine.methods import prompts
 from engine.methods.common import ask, timed
-from engine.record import AnswerRecord
+from engine.questions.record import AnswerRecord
 
 if TYPE_CHECKING:
-    from engine.methods.base import Context
+    from engine.methods.context import Context
 
 PRUNE_TOOLS = ("llm", "bm25", "embedding")
 _SUFFIXES = ("ing", "ed", "es", "s", "ion", "er")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.access.graph import EvidencePath
 from engine.methods import prompts
-from engine.methods.common import ask, new_record, question_text, timed
-from engine.methods.io_cot import set_answer
-from engine.record import AnswerRecord, EvidencePath, Question
+from engine.methods.common import ask, new_record, question_text, set_answer, timed
+from engine.methods.spec import MethodSpec, one_of, positive_ints
+from engine.questions.record import AnswerRecord, Question
 
 if TYPE_CHECKING:
-    from engine.methods.base import Context
+    from engine.methods.context import Context
 
 RAG_DEFAULTS: dict[str, Any] = {
     "top_k": 5, "collection": None, "max_chunk_chars": 500,
@@ -42,3 +43,8 @@ def run_rag(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
                  max_tokens=config["max_tokens"], seed=config["seed"])
     set_answer(record, parsed, "doc" if passages else "llm")
     return record
+
+
+RAG = MethodSpec("rag", run_rag, RAG_DEFAULTS, "dense search for the top-k chunks, then the answer",
+                 (positive_ints("top_k", "max_chunk_chars", "max_tokens"),
+                  one_of("collection", (None, *_SOURCES))))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.methods.common import answer_of, majority, new_record
-from engine.methods.io_cot import cot_once
-from engine.record import AnswerRecord, Question
+from engine.methods.common import answer_of, cot_once, majority, new_record
+from engine.methods.spec import MethodSpec, positive_ints
+from engine.questions.record import AnswerRecord, Question
 
 if TYPE_CHECKING:
-    from engine.methods.base import Context
+    from engine.methods.context import Context
 
 SC_DEFAULTS: dict[str, Any] = {"samples": 5, "temperature": 0.7, "max_tokens": 160, "seed": 0}
 
@@ -34,3 +34,7 @@ def run_sc(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRe
     if not votes:
         record.error = "no sample gave an answer"
     return record
+
+
+SC = MethodSpec("sc", run_sc, SC_DEFAULTS, "self-consistency: k sampled CoT answers, majority vote",
+                (positive_ints("samples", "max_tokens"),))

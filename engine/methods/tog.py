@@ -17,10 +17,17 @@ sum to 1), so the global top W across candidate sets is well defined.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.kg import Direction, Relation, is_literal, stable_sample
+from engine.access.graph import (
+    EvidencePath,
+    GraphPath,
+    Hop,
+    best_per_path,
+    group_by,
+    top_k,
+)
+from engine.access.kg import Relation, is_literal, stable_sample
 from engine.methods import prompts
 from engine.methods.common import (
     answer_of,
@@ -32,11 +39,13 @@ from engine.methods.common import (
     timed,
 )
 from engine.methods.labels import entity_text, relation_text, triple_text, unique_texts
-from engine.methods.prune import Pruner
-from engine.record import AnswerRecord, EvidencePath, Question
+from engine.methods.prune import PRUNE_TOOLS, Pruner
+from engine.methods.spec import MethodSpec, booleans, one_of, positive_ints
+from engine.methods.topics import select_topic_entities
+from engine.questions.record import AnswerRecord, Question
 
 if TYPE_CHECKING:
-    from engine.methods.base import Context
+    from engine.methods.context import Context
 
 # Freebase bookkeeping relations that never answer a question (ToG drops them too).
 SCHEMA_RELATION_PREFIXES = ("type.", "common.", "freebase.", "kg.", "user.", "base.kwebbase",
@@ -62,47 +71,6 @@ TOG_DEFAULTS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Step:
-    """One hop: from `head` over `relation` in `direction` to `tail` (path order)."""
-
-    head: str
-    relation: str
-    direction: Direction
-    tail: str
-
-    def triple(self) -> tuple[str, str, str]:
-        """(subject, relation, object) as stored in the KG."""
-        if self.direction == "out":
-            return (self.head, self.relation, self.tail)
-        return (self.tail, self.relation, self.head)
-
-
-@dataclass(frozen=True)
-class Path:
-    """A reasoning path from a topic entity, with its score."""
-
-    topic: str
-    steps: tuple[Step, ...] = ()
-    score: float = 1.0
-
-    @property
-    def end(self) -> str:
-        return self.steps[-1].tail if self.steps else self.topic
-
-    @property
-    def nodes(self) -> set[str]:
-        return {self.topic, *(s.tail for s in self.steps)}
-
-    @property
-    def chain(self) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """The relation chain (ToG-R): topic and the relations followed."""
-        return (self.topic, tuple((s.relation, s.direction) for s in self.steps))
-
-    def extend(self, step: Step, score: float) -> Path:
-        return Path(self.topic, (*self.steps, step), score)
-
-
 class _Run:
     """State of one ToG / ToG-R question."""
 
@@ -125,39 +93,18 @@ class _Run:
     def label(self, node: str) -> str:
         return entity_text(self.kg, node)
 
-    def kg_triple_labels(self, step: Step) -> list[str]:
-        s, r, o = step.triple()
+    def kg_triple_labels(self, hop: Hop) -> list[str]:
+        s, r, o = hop.triple()
         return [self.label(s), self.kg.relation_label(r), self.label(o)]
 
     # -- 1. topic entities ---------------------------------------------------------------
-    def topic_entities(self) -> list[Path]:
-        with timed(self.record, "linking"):
-            linker = self.ctx.linker
-            ids = self.question.extra.get("topic_entity_ids")
-            if ids:  # pre-linked MIDs / QIDs ({id: name}): the id first, its name if absent
-                found = linker.link(self.question.question, topic_entities=ids)
-            elif self.question.topic_entities:  # names: resolved one by one
-                found = [c for t in self.question.topic_entities for c in linker.resolve(t, "given", 1)]
-            else:
-                found = linker.link(self.question.question)
-        paths: list[Path] = []
-        seen_mentions: set[str] = set()
-        for c in found:
-            if c.mention in seen_mentions or not self.ctx.entities.has(c.entity):
-                continue
-            if any(p.topic == c.entity for p in paths):
-                continue
-            seen_mentions.add(c.mention)
-            paths.append(Path(c.entity))
-            self.record.topic_entities.append({"id": c.entity, "label": self.label(c.entity),
-                                               "mention": c.mention, "reason": c.reason,
-                                               "score": c.score})
-            if len(paths) >= int(self.config["max_topic_entities"]):
-                break
-        return paths
+    def topic_entities(self) -> list[GraphPath]:
+        found = select_topic_entities(self.question, self.ctx, self.record,
+                                      int(self.config["max_topic_entities"]), self.label)
+        return [GraphPath(entity) for entity in found]
 
     # -- 2. relation search + prune --------------------------------------------------------
-    def candidate_relations(self, path: Path) -> list[Relation]:
+    def candidate_relations(self, path: GraphPath) -> list[Relation]:
         """Relations to follow from the end of `path`, both directions, schema relations aside.
 
         The relation the path arrived by, taken backwards, is dropped, as in ToG's code. With
@@ -168,7 +115,7 @@ class _Run:
         entity = path.end
         if is_literal(entity):
             return []
-        arrived = path.steps[-1] if path.steps else None
+        arrived = path.hops[-1] if path.hops else None
         result = []
         for rel in self.kg.relations_of(entity, "both"):
             if self.kg.relation_label(rel.id).startswith(SCHEMA_RELATION_PREFIXES):
@@ -179,7 +126,7 @@ class _Run:
             result.append(rel)
         return result
 
-    def _leads_elsewhere(self, path: Path, rel: Relation) -> bool:
+    def _leads_elsewhere(self, path: GraphPath, rel: Relation) -> bool:
         seen = path.nodes
         return any(t not in seen for t in self.kg.tails(path.end, rel.id, rel.direction, limit=len(seen) + 1))
 
@@ -190,7 +137,7 @@ class _Run:
         return [(rel, score / len(by_text[t])) for t, score in chosen for rel in by_text[t]]
 
     # -- 3. entity search --------------------------------------------------------------------
-    def search_tails(self, path: Path, rel: Relation) -> list[str]:
+    def search_tails(self, path: GraphPath, rel: Relation) -> list[str]:
         """Tails of (end, relation) not yet on the path. As in ToG's code, a relation with
         many tails (`sample_tails_above`) keeps a stable sample of `num_retain_entity`; a hub
         relation is first capped at `max_entities` (a deterministic sample, see `kg.tails`)."""
@@ -202,7 +149,7 @@ class _Run:
             tails = stable_sample(tails, int(self.config["num_retain_entity"]))
         return tails
 
-    def fact_text(self, path: Path, rel: Relation) -> str:
+    def fact_text(self, path: GraphPath, rel: Relation) -> str:
         head, label = self.label(path.end), self.kg.relation_label(rel.id)
         return triple_text([head, label, "?"] if rel.direction == "out" else ["?", label, head])
 
@@ -249,36 +196,28 @@ class _Run:
         self.record.extra["trace"] = self.trace
 
     # -- record ----------------------------------------------------------------------------
-    def evidence(self, paths: Sequence[Path]) -> list[EvidencePath]:
+    def evidence(self, paths: Sequence[GraphPath]) -> list[EvidencePath]:
         result, seen = [], set()
         for p in sorted(paths, key=lambda p: -p.score):
-            if not p.steps or p.steps in seen:
+            if not p.hops or p.hops in seen:
                 continue
-            seen.add(p.steps)
-            result.append(EvidencePath(
-                source="kg", triples=[self.kg_triple_labels(s) for s in p.steps],
-                relation_ids=[s.relation for s in p.steps],
-                triple_ids=[list(s.triple()) for s in p.steps], score=round(p.score, 6)))
+            seen.add(p.hops)
+            result.append(EvidencePath.from_path(p, self.label, self.kg.relation_label))
         return result
 
-    def answer_candidates(self, paths: Sequence[Path]) -> list[str]:
+    def answer_candidates(self, paths: Sequence[GraphPath]) -> list[str]:
         """Labels of the entities the paths reach, best path first, ends before middles."""
         ranked = sorted(paths, key=lambda p: -p.score)
         topics = {p.topic for p in paths}
-        ends = [p.end for p in ranked if p.steps]
-        middles = [s.tail for p in ranked for s in p.steps[:-1]]
+        ends = [p.end for p in ranked if p.hops]
+        middles = [s.tail for p in ranked for s in p.hops[:-1]]
         nodes = [n for n in dict.fromkeys(ends + middles) if n not in topics]
         return [t for t in (self.label(n) for n in nodes) if not t.startswith("unnamed entity")]
 
-    def triples_text(self, paths: Sequence[Path]) -> list[str]:
+    def triples_text(self, paths: Sequence[GraphPath]) -> list[str]:
         lines = [triple_text(self.kg_triple_labels(s)) for p in sorted(paths, key=lambda p: -p.score)
-                 for s in p.steps]
+                 for s in p.hops]
         return list(dict.fromkeys(lines))
-
-
-def _top(items: list[tuple[Any, float]], k: int) -> list[tuple[Any, float]]:
-    order = sorted(range(len(items)), key=lambda i: (-items[i][1], i))
-    return [items[i] for i in order[:k]]
 
 
 # ------------------------------------------------------------------------------------------
@@ -294,24 +233,24 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
         run.record.extra["stopped"] = "no_topic_entity"
         run.answer_from_llm([])
         return run.record
-    explored: list[Path] = []
+    explored: list[GraphPath] = []
     for depth in range(1, int(config["depth"]) + 1):
         step_trace: dict[str, Any] = {"depth": depth}
         run.trace.append(step_trace)
         # relation search + prune, one choice per distinct end entity
-        rel_cands: list[tuple[tuple[Path, Relation], float]] = []
-        for end, group in _group(beam, lambda p: p.end).items():
+        rel_cands: list[tuple[tuple[GraphPath, Relation], float]] = []
+        for end, group in group_by(beam, lambda p: p.end).items():
             with timed(run.record, "relation_search"):
                 relations = run.candidate_relations(group[0])
             if not relations:
                 continue
             for rel, score in run.prune_relations(run.label(end), relations):
                 rel_cands.extend(((p, rel), p.score * score) for p in group)
-        kept_rels = _top(rel_cands, run.width)
+        kept_rels = top_k(rel_cands, run.width)
         step_trace["relations"] = [[run.label(p.end), relation_text(run.kg, r)] for (p, r), _ in kept_rels]
         # entity search + prune
-        ent_cands: list[tuple[Path, float]] = []
-        sets: list[tuple[Path, Relation, float, list[str]]] = []
+        ent_cands: list[tuple[GraphPath, float]] = []
+        sets: list[tuple[GraphPath, Relation, float, list[str]]] = []
         with timed(run.record, "entity_search"):
             for (path, rel), score in kept_rels:
                 tails = run.search_tails(path, rel)
@@ -326,10 +265,10 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
                 chosen = run.pruner.entities(run.fact_text(path, rel), list(by_text), run.width)
             for text, e_score in chosen:
                 for tail in by_text[text]:
-                    step = Step(path.end, rel.id, rel.direction, tail)
+                    step = Hop(path.end, rel.id, rel.direction, tail)
                     new = path.extend(step, score * e_score / len(by_text[text]))
                     ent_cands.append((new, new.score))
-        beam = [p for p, _ in _top(_dedupe(ent_cands), run.width)]
+        beam = [p for p, _ in top_k(best_per_path(ent_cands), run.width)]
         step_trace["entities"] = [run.label(p.end) for p in beam]
         if not beam:
             run.record.extra["stopped"] = "dead_end"
@@ -365,13 +304,13 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
         run.record.extra["stopped"] = "no_topic_entity"
         run.answer_from_llm([])
         return run.record
-    explored: list[Path] = []
+    explored: list[GraphPath] = []
     for depth in range(1, int(config["depth"]) + 1):
         step_trace: dict[str, Any] = {"depth": depth}
         run.trace.append(step_trace)
         # relation search + prune, one choice per chain (its entities share the relations)
-        rel_cands: list[tuple[tuple[tuple[Path, ...], Relation], float]] = []
-        for group in _group(beam, lambda p: p.chain).values():
+        rel_cands: list[tuple[tuple[tuple[GraphPath, ...], Relation], float]] = []
+        for group in group_by(beam, lambda p: p.chain).values():
             with timed(run.record, "relation_search"):
                 relations = sorted({r for p in group for r in run.candidate_relations(p)})
             if not relations:
@@ -380,19 +319,19 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
             chain_score = max(p.score for p in group)
             for rel, score in run.prune_relations(ends, relations):
                 rel_cands.append(((tuple(group), rel), chain_score * score))
-        kept_rels = _top(rel_cands, run.width)
+        kept_rels = top_k(rel_cands, run.width)
         step_trace["relations"] = [[_chain_text(run, g[0]), relation_text(run.kg, r)]
                                    for (g, r), _ in kept_rels]
         # entity search: every entity of the chain over the chosen relation
-        candidates: list[tuple[Path, float]] = []
+        candidates: list[tuple[GraphPath, float]] = []
         with timed(run.record, "entity_search"):
             for (group, rel), score in kept_rels:
-                found = [path.extend(Step(path.end, rel.id, rel.direction, t), score)
+                found = [path.extend(Hop(path.end, rel.id, rel.direction, t), score)
                          for path in group for t in run.search_tails(path, rel)]
-                keys = {_path_key(p): p for p in found}
+                keys = {p.key(): p for p in found}
                 for key in stable_sample(keys, int(config["max_entities"])):
                     candidates.append((keys[key], score))
-        candidates = _dedupe(candidates)
+        candidates = best_per_path(candidates)
         reached = [p for p, _ in candidates]
         step_trace["entities"] = list(dict.fromkeys(run.label(p.end) for p in reached))
         if not reached:
@@ -410,7 +349,7 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
             run.finish(answer, run.answer_candidates(reached), "kg")
             return run.record
         # random prune: a deterministic hash-ordered sample of W reached entities
-        keys = {_path_key(p): p for p in reached}
+        keys = {p.key(): p for p in reached}
         beam = [keys[k] for k in stable_sample(keys, run.width)]
     run.record.extra.setdefault("stopped", "max_depth")
     run.record.extra["depth"] = len(run.trace)
@@ -426,39 +365,33 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
 MAX_SHOWN_PER_CHAIN = 10
 
 
-def _group(paths: Sequence[Path], key: Any) -> dict[Any, list[Path]]:
-    groups: dict[Any, list[Path]] = {}
-    for p in paths:
-        groups.setdefault(key(p), []).append(p)
-    return groups
-
-
-def _path_key(path: Path) -> str:
-    return "\t".join([path.topic, *(f"{s.relation}|{s.direction}|{s.tail}" for s in path.steps)])
-
-
-def _dedupe(items: list[tuple[Path, float]]) -> list[tuple[Path, float]]:
-    """One entry per distinct path (topic + steps), the best-scored one."""
-    best: dict[str, tuple[Path, float]] = {}
-    for path, score in items:
-        key = _path_key(path)
-        if key not in best or score > best[key][1]:
-            best[key] = (path, score)
-    return list(best.values())
-
-
-def _chain_text(run: _Run, path: Path) -> str:
+def _chain_text(run: _Run, path: GraphPath) -> str:
     parts = [run.label(path.topic)]
-    parts += [relation_text(run.kg, Relation(s.relation, s.direction)) for s in path.steps]
+    parts += [relation_text(run.kg, Relation(s.relation, s.direction)) for s in path.hops]
     return " -> ".join(parts)
 
 
-def _chains_text(run: _Run, reached: Sequence[Path]) -> list[str]:
+def _chains_text(run: _Run, reached: Sequence[GraphPath]) -> list[str]:
     """One line per relation chain: topic -> relations -> the entities reached (capped)."""
     lines = []
-    for group in _group(sorted(reached, key=lambda p: -p.score), lambda p: p.chain).values():
+    for group in group_by(sorted(reached, key=lambda p: -p.score), lambda p: p.chain).values():
         names = list(dict.fromkeys(run.label(p.end) for p in group))
         shown = names[:MAX_SHOWN_PER_CHAIN]
         more = f"; and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
         lines.append(f"{_chain_text(run, group[0])} -> {'; '.join(shown)}{more}")
     return lines
+
+
+_TOG_CHECKS = (
+    positive_ints("width", "depth", "num_retain_entity", "sample_tails_above", "max_relations",
+                  "max_entities", "max_topic_entities", "prune_max_tokens", "reasoning_max_tokens"),
+    one_of("prune_tool", PRUNE_TOOLS),
+    one_of("prune_order", ("kg", "similarity")),
+    booleans("require_grounded_answer", "follow_back"),
+)
+TOG = MethodSpec("tog", run_tog, TOG_DEFAULTS,
+                 "Think-on-Graph: beam search over triples, LLM-pruned relations and entities",
+                 _TOG_CHECKS)
+TOG_R = MethodSpec("tog-r", run_tog_r, TOG_DEFAULTS,
+                   "ToG-R: relation chains, reasoning over every entity they reach, random entity prune",
+                   _TOG_CHECKS)

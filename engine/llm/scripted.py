@@ -12,14 +12,16 @@ are rough word counts. Never proof that a method works: see STYLE.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from engine.llm import BaseLLM, Generation, Message
-from engine.llm_cache import ResponseCache
+from engine.llm.backends import BaseLLM, Generation, Message
+from engine.llm.cache import ResponseCache
 from ingest.errors import ModelError
 
 
@@ -47,6 +49,23 @@ class ScriptedLLM(BaseLLM):
         self._next = 0
         self._lock = threading.Lock()
         self.requests: list[ScriptedRequest] = []
+
+    @classmethod
+    def from_spec(cls, spec: str) -> ScriptedLLM:
+        """`scripted:` (no replies: any call is a ModelError) or `scripted:FILE.json` (a JSON
+        list of replies, used in order). The backend name `--llm` accepts for control-flow
+        runs without a model; its fingerprint names the file's content."""
+        path = spec.partition(":")[2]
+        if not path:
+            return cls([], name="none")
+        try:
+            data = Path(path).read_bytes()
+            replies = json.loads(data)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{path}: not a readable JSON list of scripted replies ({exc})") from None
+        if not isinstance(replies, list):
+            raise ModelError(f"{path}: scripted replies must be a JSON list")
+        return cls(replies, name=f"{Path(path).name}:{hashlib.sha256(data).hexdigest()[:12]}")
 
     @property
     def remaining(self) -> int:

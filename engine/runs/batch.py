@@ -14,10 +14,9 @@ so one run folder never mixes configs. A new method may join an existing run.
 `workers > 1` starts that many spawned processes, each opening its own context (index + model);
 the parent is the only writer. Workers exit when the parent dies.
 
-Methods come from `engine.methods.base` (`METHODS`, `default_config`, `open_context`,
-`run_question`). Tests may set the environment variable LOCALKG_TEST_METHODS to the name of
-another module with the same interface (a scripted or slow fake method); it may also define
-`model_fingerprint(llm)`. It is meant for tests only.
+Methods come from the registry (`engine/methods/registry.py`); `plugins` names modules that
+register more (imported in the parent and in every worker). Each question is answered by
+`engine.runs.answer.answer_question`, the one place where question-level errors are caught.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import importlib
 import json
 import os
 import platform
@@ -37,20 +35,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from engine.answer_match import score
-from engine.datasets import detect_format, read_questions
-from engine.record import AnswerRecord, Question
+from engine.methods import registry
+from engine.methods.context import Context
+from engine.questions.datasets import detect_format, read_questions
+from engine.questions.record import Question
+from engine.runs.answer import FATAL_ERRORS, answer_question
+from engine.runs.context import open_context
 from ingest.errors import IndexError_, InputError, LocalkgError, ModelError
 
 RUN_FILE = "run.json"
 LOCK_FILE = ".batch.lock"
-TEST_METHODS_ENV = "LOCALKG_TEST_METHODS"
-DEFAULT_BACKEND = "engine.methods.base"
-# Not question-level failures: the whole batch stops (and resumes once they are fixed).
-FATAL_ERRORS: tuple[type[Exception], ...] = (ModelError, IndexError_)
 
 
 class BatchError(LocalkgError):
@@ -80,6 +76,7 @@ class BatchOptions:
     retry_errors: bool = False
     command: list[str] | None = None
     kg_endpoint: str | None = None  # a SPARQL endpoint serving the KG instead of the index's store
+    plugins: list[str] = field(default_factory=list)  # modules that register more methods
 
 
 @dataclass
@@ -96,26 +93,12 @@ class BatchReport:
     per_method: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-# ---- the methods backend -------------------------------------------------------------------
+# ---- methods and model --------------------------------------------------------------------
 
 
-def methods_backend() -> ModuleType:
-    """`engine.methods.base`, or the test module named by LOCALKG_TEST_METHODS."""
-    name = os.environ.get(TEST_METHODS_ENV) or DEFAULT_BACKEND
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
-            raise BatchError(f"methods module {name!r} not found ({TEST_METHODS_ENV}={os.environ.get(TEST_METHODS_ENV)!r})") from None
-        raise
-
-
-def model_fingerprint(backend: ModuleType, llm: str | None) -> str:
+def model_fingerprint(llm: str | None) -> str:
     """Identifies the model without loading it (the llama.cpp backend loads on first use)."""
-    custom = getattr(backend, "model_fingerprint", None)
-    if callable(custom):
-        return str(custom(llm))
-    from engine.llm import open_llm
+    from engine.llm.open import open_llm
 
     model = open_llm(llm, cache=False)
     try:
@@ -124,43 +107,18 @@ def model_fingerprint(backend: ModuleType, llm: str | None) -> str:
         model.close()
 
 
-def method_configs(backend: ModuleType, methods: list[str], settings: list[str]) -> dict[str, dict[str, Any]]:
-    """Each method's default config with `key=value` / `method.key=value` settings applied.
-
-    Values are JSON when they parse (`3`, `0.7`, `true`, `"x"`), strings otherwise. A key no
-    chosen method has is an error (a typo would otherwise be silently ignored).
-    """
-    known = getattr(backend, "METHODS", {})
+def method_configs(methods: list[str], settings: list[str]) -> dict[str, dict[str, Any]]:
+    """Each method's resolved config: defaults with `key=value` / `method.key=value` settings
+    applied and checked (see `registry.parse_settings`), before any question runs."""
+    known = registry.names()
     unknown = [m for m in methods if m not in known]
     if unknown:
-        raise InputError(f"unknown method {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
-    configs = {m: dict(backend.default_config(m)) for m in methods}
-    for setting in settings:
-        key, sep, raw = setting.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--set {setting!r}: expected KEY=VALUE or METHOD.KEY=VALUE")
-        try:
-            value: Any = json.loads(raw)
-        except ValueError:
-            value = raw
-        method, dot, name = key.strip().partition(".")
-        if dot and method in configs:
-            targets, key = [method], name
-        else:
-            targets, key = [m for m in methods if key.strip() in configs[m]], key.strip()
-        if not targets or any(key not in configs[m] for m in targets):
-            options = sorted({k for m in (targets or methods) for k in configs[m]})
-            raise InputError(f"--set {setting!r}: no such config key; known keys: {', '.join(options)}")
-        for m in targets:
-            configs[m][key] = value
-    resolve = getattr(backend, "resolve_config", None)
-    if callable(resolve):  # the backend's own checks (value types, ranges), before any question
-        for m in methods:
-            try:
-                configs[m] = dict(resolve(m, configs[m]))
-            except ValueError as exc:
-                raise InputError(f"--set: {exc}") from None
-    return configs
+        raise InputError(f"unknown method {', '.join(unknown)}; choose from {', '.join(known)}")
+    try:
+        overrides = registry.parse_settings(methods, settings)
+        return {m: registry.resolve_config(m, overrides[m]) for m in methods}
+    except ValueError as exc:
+        raise InputError(f"--set: {exc}" if not str(exc).startswith("--set") else str(exc)) from None
 
 
 # ---- question selection --------------------------------------------------------------------
@@ -325,12 +283,6 @@ def write_run(out: Path, run: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def config_hash(config: dict[str, Any]) -> str:
-    from index.manifest import stable_hash
-
-    return stable_hash(config)
-
-
 def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """What differs between a run folder's recorded identity and this command's."""
     changes = []
@@ -371,44 +323,9 @@ def _run_lock(out: Path) -> Iterator[None]:
 # ---- answering -----------------------------------------------------------------------------
 
 
-def answer_one(backend: ModuleType, method: str, question: Question, ctx: Any,
-               config: dict[str, Any]) -> dict[str, Any]:
-    """One record as a dict: the method's answer, or an error record if it raised.
-
-    Raises only the fatal errors (model or index unusable), which stop the batch.
-    """
-    started = time.perf_counter()
-    try:
-        record = backend.run_question(method, question, ctx, config)
-    except FATAL_ERRORS:
-        raise
-    except Exception as exc:  # a question-level failure: record it and go on
-        record = AnswerRecord(id=question.id, question=question.question, answers=list(question.answers),
-                              method=method, error=f"{type(exc).__name__}: {exc}",
-                              seconds=round(time.perf_counter() - started, 3))
-    if isinstance(record, dict):
-        record = AnswerRecord.from_dict(record)
-    return finish_record(record, question, method, config)
-
-
-def finish_record(record: AnswerRecord, question: Question, method: str, config: dict[str, Any]) -> dict[str, Any]:
-    """Stamp the gold side (answers, alias groups, gold relations) and the scores on a record."""
-    record.id, record.method, record.question = question.id, method, question.question
-    record.answers = list(question.answers)
-    if not record.config_hash:
-        record.config_hash = config_hash(config)
-    groups = question.extra.get("answer_groups")
-    gold: dict[str, Any] = {}
-    if groups:
-        gold["answer_groups"] = groups
-    if question.gold_relations:
-        gold["relations"] = list(question.gold_relations)
-    if gold:
-        record.extra = {**record.extra, "gold": gold}
-    if question.answers:
-        record.correct = score(record.prediction, record.predictions, question.answers, groups,
-                               record.extra.get("answer_text")).to_dict()
-    return record.to_dict()
+def answer_one(method: str, question: Question, ctx: Context, config: dict[str, Any]) -> dict[str, Any]:
+    """One record as a dict (question-level failures are in it; fatal errors raise)."""
+    return answer_question(method, question, ctx, config).to_dict()
 
 
 def _die_with_parent() -> None:
@@ -423,19 +340,13 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _open_context(backend: ModuleType, index: Path, llm: str | None, cache: bool, kg_endpoint: str | None) -> Any:
-    """The backend's context; `kg_endpoint` passed only when set (test backends need not know it)."""
-    extra = {"kg_endpoint": kg_endpoint} if kg_endpoint else {}
-    return backend.open_context(Path(index), llm, cache=cache, **extra)
-
-
-def _worker(backend_name: str, index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
+def _worker(plugins: list[str], index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
             tasks: Any, results: Any, parent_pid: int, kg_endpoint: str | None = None) -> None:
     """A spawned worker: opens its own context, answers tasks until the sentinel or parent death."""
     _die_with_parent()
     try:
-        backend = importlib.import_module(backend_name)
-        ctx = _open_context(backend, Path(index), llm, cache, kg_endpoint)
+        registry.load_plugins(plugins)
+        ctx = open_context(Path(index), llm, cache=cache, kg_endpoint=kg_endpoint)
         while True:
             if os.getppid() != parent_pid:
                 return  # the parent was killed: stop, the rerun resumes
@@ -447,7 +358,7 @@ def _worker(backend_name: str, index: str, llm: str | None, cache: bool, configs
                 return
             position, method, question_dict = task
             question = Question(**question_dict)
-            results.put(("record", position, answer_one(backend, method, question, ctx, configs[method])))
+            results.put(("record", position, answer_one(method, question, ctx, configs[method])))
     except FATAL_ERRORS as exc:
         results.put(("fatal", type(exc).__name__, str(exc)))
     except Exception as exc:
@@ -457,19 +368,17 @@ def _worker(backend_name: str, index: str, llm: str | None, cache: bool, configs
 Sink = Callable[[str, dict[str, Any]], None]
 
 
-def _run_serial(backend: ModuleType, options: BatchOptions, configs: dict[str, dict[str, Any]],
+def _run_serial(options: BatchOptions, configs: dict[str, dict[str, Any]],
                 pending: list[tuple[str, Question]], sink: Sink) -> None:
-    ctx = _open_context(backend, options.index, options.llm, options.cache, options.kg_endpoint)
+    ctx = open_context(options.index, options.llm, cache=options.cache, kg_endpoint=options.kg_endpoint)
     try:
         for method, question in pending:
-            sink(method, answer_one(backend, method, question, ctx, configs[method]))
+            sink(method, answer_one(method, question, ctx, configs[method]))
     finally:
-        close = getattr(ctx, "close", None)
-        if callable(close):
-            close()
+        ctx.close()
 
 
-def _run_parallel(backend_name: str, options: BatchOptions, configs: dict[str, dict[str, Any]],
+def _run_parallel(options: BatchOptions, configs: dict[str, dict[str, Any]],
                   pending: list[tuple[str, Question]], sink: Sink) -> None:
     import multiprocessing as mp
 
@@ -482,7 +391,7 @@ def _run_parallel(backend_name: str, options: BatchOptions, configs: dict[str, d
         tasks.put(None)
     procs = [
         context.Process(target=_worker, daemon=True,
-                        args=(backend_name, str(options.index), options.llm, options.cache, configs,
+                        args=(list(options.plugins), str(options.index), options.llm, options.cache, configs,
                               tasks, results, os.getpid(), options.kg_endpoint))
         for _ in range(workers)
     ]
@@ -528,14 +437,13 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
     from ingest.progress import progress_bar
 
     progress = progress or progress_bar
-    backend_name = os.environ.get(TEST_METHODS_ENV) or DEFAULT_BACKEND
-    backend = methods_backend()
+    registry.load_plugins(options.plugins)
     methods = list(dict.fromkeys(m.strip() for m in options.methods if m.strip()))
     if not methods:
         raise InputError("no methods given")
     if options.workers < 1:
         raise InputError("--workers must be at least 1")
-    configs = method_configs(backend, methods, options.settings)
+    configs = method_configs(methods, options.settings)
     fmt = detect_format(options.questions) if options.fmt == "auto" else options.fmt
     selected = select_questions(read_questions(options.questions, fmt), limit=options.limit,
                                 sample=options.sample, seed=options.seed)
@@ -553,16 +461,16 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
         },
         "index": {"path": str(Path(options.index).resolve()), "fingerprint": index_fingerprint(manifest),
                   "kg_endpoint": options.kg_endpoint},
-        "model": {"llm": options.llm, "fingerprint": model_fingerprint(backend, options.llm)},
-        "methods": {m: {"config": configs[m], "config_hash": config_hash(configs[m]), "file": f"{m}.jsonl"} for m in methods},
+        "model": {"llm": options.llm, "fingerprint": model_fingerprint(options.llm)},
+        "methods": {m: {"config": configs[m], "config_hash": registry.config_hash(m, configs[m]), "file": f"{m}.jsonl"} for m in methods},
     }
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     with _run_lock(out):
-        return _run_locked(backend, backend_name, options, methods, configs, selected, identity, out, progress)
+        return _run_locked(options, methods, configs, selected, identity, out, progress)
 
 
-def _run_locked(backend: ModuleType, backend_name: str, options: BatchOptions, methods: list[str],
+def _run_locked(options: BatchOptions, methods: list[str],
                 configs: dict[str, dict[str, Any]], selected: list[Question], identity: dict[str, Any],
                 out: Path, progress: Callable[..., Any]) -> BatchReport:
     started = time.perf_counter()
@@ -612,9 +520,9 @@ def _run_locked(backend: ModuleType, backend_name: str, options: BatchOptions, m
                 bar.advance(1, status=f"{counts['errors']} errors" if counts["errors"] else "")
 
             if pending and options.workers > 1:
-                _run_parallel(backend_name, options, configs, pending, sink)
+                _run_parallel(options, configs, pending, sink)
             elif pending:
-                _run_serial(backend, options, configs, pending, sink)
+                _run_serial(options, configs, pending, sink)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -8,7 +8,7 @@ from rich.console import Console, Group
 from rich.text import Text
 from rich.tree import Tree
 
-from engine.record import AnswerRecord
+from engine.questions.record import AnswerRecord
 
 MAX_PATHS = 12
 

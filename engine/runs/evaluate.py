@@ -3,7 +3,7 @@
 Per method:
 - answer quality over the records that have gold answers: Hits@1, EM (answer-set exact match),
   F1 over answer sets, and paper EM (ToG's lenient substring match); definitions in
-  `engine/answer_match.py`. Scores are recomputed from each record's predictions, not taken
+  `engine/questions/answer_match.py`. Scores are recomputed from each record's predictions, not taken
   from the `correct` field the batch stored.
 - cost: mean LLM calls, prompt / cached / completion tokens and seconds per question, and the
   share of calls answered from the response cache. Two kinds of seconds: `seconds` (wall time of
@@ -30,17 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.answer_match import (
-    answer_groups,
-    answer_set,
-    exact_match,
-    hits_at_1,
-    paper_em,
-    path_overlap,
-    prediction_list,
-    set_scores,
-)
-from engine.batch import RUN_FILE, read_records, read_run
+from engine.questions.answer_match import explored_relations as _explored
+from engine.questions.answer_match import score_record
+from engine.runs.batch import RUN_FILE, read_records, read_run
 from ingest.errors import InputError
 
 EVAL_FILE = "eval.json"
@@ -103,19 +95,7 @@ def _bucket(ratio: float) -> str:
 
 def explored_relations(record: dict[str, Any]) -> list[str]:
     """Relation ids and labels along a record's KG evidence paths."""
-    found: list[str] = []
-    for path in record.get("paths") or []:
-        if not isinstance(path, dict) or path.get("source", "kg") != "kg":
-            continue
-        found.extend(str(r) for r in path.get("relation_ids") or [])
-        found.extend(str(t[1]) for t in path.get("triples") or [] if isinstance(t, list | tuple) and len(t) == 3)
-    return found
-
-
-def _gold(record: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
-    gold = (record.get("extra") or {}).get("gold") or {}
-    groups = answer_groups([str(a) for a in record.get("answers") or []], gold.get("answer_groups"))
-    return groups, [str(r) for r in gold.get("relations") or []]
+    return _explored(p for p in record.get("paths") or [] if isinstance(p, dict) and p.get("source", "kg") == "kg")
 
 
 def score_method(method: str, records: list[dict[str, Any]], expected: list[str] | None,
@@ -165,22 +145,17 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
             cache_hits += bool(call.get("cache_hit"))
             llm_seconds += float(call.get("compute_seconds") or call.get("seconds") or 0.0)
         seconds += float(record.get("seconds") or 0.0)
-        groups, gold_relations = _gold(record)
-        if not groups:
+        scored = score_record(record)
+        if scored is None:
             continue
-        ranked = prediction_list(str(record.get("prediction") or ""), record.get("predictions"))
-        hit = hits_at_1(ranked, groups)
-        hits.append(float(hit))
-        committed = answer_set(str(record.get("prediction") or ""), record.get("predictions"),
-                               (record.get("extra") or {}).get("answer_text"))
-        ems.append(float(exact_match(committed, groups)))
-        f1s.append(set_scores(committed, groups)[2])
-        papers.append(float(paper_em(ranked[0] if ranked else "", [n for g in groups for n in g])))
-        ratio = path_overlap(explored_relations(record), gold_relations) if gold_relations else None
-        if ratio is not None:
-            overlap_all.append(ratio)
-            if hit:
-                overlap_correct.append(ratio)
+        hits.append(float(scored.hits1))
+        ems.append(float(scored.em))
+        f1s.append(scored.f1)
+        papers.append(float(scored.paper_em))
+        if scored.path_overlap is not None:
+            overlap_all.append(scored.path_overlap)
+            if scored.hits1:
+                overlap_correct.append(scored.path_overlap)
 
     n = len(kept)
     scores.scored = len(hits)

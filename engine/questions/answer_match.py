@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from engine.access.graph import EvidencePath
 
 _ARTICLES = frozenset({"a", "an", "the"})
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W_]+")
@@ -178,6 +180,7 @@ class Correctness:
     precision: float
     recall: float
     paper_em: bool
+    path_overlap: float | None = None  # share of the gold relation path explored (None: no gold path)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -199,6 +202,33 @@ def score(prediction: str, predictions: Sequence[str] | None, answers: Sequence[
         recall=round(recall, 6),
         paper_em=paper_em(best, all_names),
     )
+
+
+def explored_relations(paths: Iterable[Any]) -> list[str]:
+    """Relation ids and labels along a record's KG evidence paths (dicts or EvidencePaths)."""
+    found: list[str] = []
+    for path in paths or []:
+        if isinstance(path, dict):
+            path = EvidencePath.from_dict({"source": "kg", **path})
+        if isinstance(path, EvidencePath):
+            found.extend(path.explored_relations())
+    return found
+
+
+def score_record(record: Mapping[str, Any]) -> Correctness | None:
+    """Every per-question metric of a record (its dict form): the one function behind both
+    the `correct` field a batch stores and `eval`'s averages. None without gold answers."""
+    extra = record.get("extra") or {}
+    gold = extra.get("gold") or {}
+    answers = [str(a) for a in record.get("answers") or []]
+    if not answer_groups(answers, gold.get("answer_groups")):
+        return None
+    result = score(str(record.get("prediction") or ""), record.get("predictions"), answers,
+                   gold.get("answer_groups"), extra.get("answer_text"))
+    gold_relations = [str(r) for r in gold.get("relations") or []]
+    if gold_relations:
+        result.path_overlap = path_overlap(explored_relations(record.get("paths") or []), gold_relations)
+    return result
 
 
 # ---- relation paths ------------------------------------------------------------------------

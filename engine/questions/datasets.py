@@ -31,7 +31,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from engine.record import Question
+from engine.questions.record import Question
 from ingest.errors import InputError
 
 FORMATS = ("metaqa", "pathquestion", "json", "jsonl")

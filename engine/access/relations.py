@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
-from engine.entities import normalise
+from index.entities import normalise
 from index.manifest import read_manifest
 from index.paths import IndexPaths
 from ingest.errors import IndexError_

@@ -1,11 +1,15 @@
-"""The per-question record every method returns and every batch run writes (one JSONL line)."""
+"""The per-question record every method returns and every batch run writes (one JSONL line).
+
+Evidence paths are `engine.access.graph.EvidencePath` (the graph module's model of a path with
+its provenance)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Source = Literal["kg", "wiki", "web", "domain"]
+from engine.access.graph import EvidencePath
+
 AnswerSource = Literal["kg", "doc", "llm", "none"]
 
 
@@ -19,19 +23,6 @@ class Question:
     topic_entities: list[str] = field(default_factory=list)  # ids or names; linking resolves them
     gold_relations: list[str] | None = None  # gold relation path where the dataset has one
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class EvidencePath:
-    """One piece of evidence: KG triples (labels) or document sentences, with provenance."""
-
-    source: Source
-    triples: list[list[str]] = field(default_factory=list)  # [[head, relation, tail], ...] labels
-    sentences: list[str] = field(default_factory=list)
-    chunk_ids: list[str] = field(default_factory=list)
-    relation_ids: list[str] = field(default_factory=list)  # relation ids along the path
-    score: float | None = None
-    triple_ids: list[list[str]] = field(default_factory=list)  # [[head, relation, tail], ...] ids
 
 
 @dataclass
@@ -61,6 +52,6 @@ class AnswerRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AnswerRecord:
         data = dict(data)
-        data["paths"] = [EvidencePath(**p) for p in data.get("paths", [])]
+        data["paths"] = [EvidencePath.from_dict(p) for p in data.get("paths", [])]
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.embedder import Embedder
-from engine.entities import EntityTable
+from index.embedder import Embedder
+from index.entities import EntityTable
 from index.paths import IndexPaths
 from ingest.errors import IndexError_
 from ingest.terms import expand_entity_id
@@ -77,29 +77,29 @@ class _Span:
 
 
 class LabelIndex:
-    """Nearest entity names by embedding (vectors/entities.faiss + entities.ids.parquet)."""
+    """Nearest entity names by embedding (the index's entity-label FAISS index and its ids)."""
 
-    def __init__(self, vectors_dir: Path) -> None:
+    def __init__(self, paths: IndexPaths) -> None:
         import faiss
         import pyarrow.parquet as pq
 
-        ids_path = vectors_dir / "entities.ids.parquet"
+        ids_path = paths.vector_ids("entities")
         if not ids_path.exists():
-            raise IndexError_(f"{vectors_dir.parent}: index has no entity-label vectors")
+            raise IndexError_(f"{paths.root}: index has no entity-label vectors")
         table = pq.read_table(ids_path, columns=["entity", "name"]).to_pydict()
         self.entities: list[str] = table["entity"]
         self.names: list[str] = table["name"]
-        self.index = faiss.read_index(str(vectors_dir / "entities.faiss"))
-        meta_path = vectors_dir / "meta.json"
+        self.index = faiss.read_index(str(paths.faiss_index("entities")))
+        meta_path = paths.vector_meta
         meta = json.loads(meta_path.read_text()).get("entities", {}) if meta_path.exists() else {}
         if "nprobe" in meta:
             faiss.extract_index_ivf(self.index).nprobe = meta["nprobe"]
         if "ef_search" in meta:
             self.index.hnsw.efSearch = meta["ef_search"]
         # IVF-PQ scores are approximate and are compared with a threshold: re-rank with the
-        # stored float16 vectors (same rows as the FAISS index), as DocumentStore does.
+        # stored float16 vectors (same rows as the FAISS index), as ParquetDocumentStore does.
         self._exact: np.ndarray | None = None
-        exact_path = vectors_dir.parent / "embeddings" / "entities.f16.npy"
+        exact_path = paths.stored_vectors("entities")
         if meta.get("kind") == "ivfpq" and exact_path.exists():
             self._exact = np.load(exact_path, mmap_mode="r")
 
@@ -143,10 +143,14 @@ class EntityLinker:
         """A linker over an index; label-embedding search is used when the index has it."""
         paths = root if isinstance(root, IndexPaths) else IndexPaths(Path(root))
         table = EntityTable.open(paths)
-        label_index = LabelIndex(paths.vectors) if (paths.vectors / "entities.ids.parquet").exists() else None
+        label_index = LabelIndex(paths) if paths.vector_ids("entities").exists() else None
         return cls(table, label_index, embedder, threshold, paths=paths)
 
     # -- public ------------------------------------------------------------------------------
+
+    def has(self, entity: str) -> bool:
+        """Whether `entity` is an entity of the index."""
+        return self.table.has(entity)
 
     def link(
         self,
@@ -286,9 +290,9 @@ class EntityLinker:
             return self._embedder
         if self._paths is None:
             raise IndexError_("label-embedding linking needs an embedder or an index with vectors")
-        from engine.docs import DocumentStore
+        from engine.access.documents import ParquetDocumentStore
 
-        return DocumentStore(self._paths).embedder
+        return ParquetDocumentStore(self._paths).embedder
 
 
 def _spans(question: str, max_ngram: int) -> list[_Span]:

@@ -26,7 +26,7 @@ Public API (all a method needs):
   one system message) and the per-question part in the last message. Everything before the
   last message is a reusable prefix: its KV state is saved once and loaded for later calls
   (reported as `usage.cached_tokens`).
-- Replies are cached in sqlite (engine/llm_cache.py) under the model fingerprint, messages,
+- Replies are cached in sqlite (engine/llm/cache.py) under the model fingerprint, messages,
   schema and sampling parameters; `open_llm(..., cache=False)` (`--no-cache`) bypasses it.
   Self-consistency style sampling must vary `seed` to get different samples from the cache.
   On a cache hit, usage carries the original token counts, the original call's seconds as
@@ -34,7 +34,7 @@ Public API (all a method needs):
   the lookup.
 
 Backends: `LlamaCppLLM` (llama-cpp-python on a local GGUF), `OpenAICompatLLM` (llama.cpp /
-vLLM style HTTP server), `ScriptedLLM` (engine/llm_scripted.py: canned replies, for control-flow
+vLLM style HTTP server), `ScriptedLLM` (engine/llm/scripted.py: canned replies, for control-flow
 tests only).
 """
 
@@ -56,8 +56,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import jsonschema
 
-from engine.llm_cache import CachedReply, ResponseCache, cache_key
-from engine.models import resolve_local
+from engine.llm.cache import CachedReply, ResponseCache, cache_key
 from ingest.errors import ModelError
 
 Message = dict[str, str]
@@ -153,6 +152,10 @@ class LLM(Protocol):
              stage: str = "chat") -> ChatResult: ...
 
     def recording(self) -> contextlib.AbstractContextManager[CallLog]: ...
+
+    def close(self) -> None:
+        """Free the model (and the response cache connection); the LLM is unusable after."""
+        ...
 
 
 def enum_array(values: list[str], *, max_items: int, min_items: int = 0) -> dict[str, Any]:
@@ -730,54 +733,3 @@ class _HTTPRejected(ModelError):
     def __init__(self, status: int, body: str) -> None:
         super().__init__(f"LLM server rejected the request: HTTP {status} {body[:300]}")
         self.status, self.body = status, body
-
-
-# ------------------------------------------------------------------------------------------
-# opening one
-# ------------------------------------------------------------------------------------------
-
-
-def open_llm(spec: str | None = None, *, cache: bool | ResponseCache = True,
-             n_ctx: int = 4096) -> BaseLLM:
-    """An LLM from a registry name, a .gguf path or an http(s) URL (None: the default model).
-
-    `cache=True` uses the shared response cache, False bypasses it (`--no-cache`), or pass
-    a ResponseCache of your own.
-    """
-    llm: BaseLLM
-    if spec and spec.startswith(("http://", "https://")):
-        llm = OpenAICompatLLM(spec)
-    else:
-        local = resolve_local(spec)
-        llm = LlamaCppLLM(local.path, sha256=local.sha256, name=local.name, n_ctx=n_ctx)
-    if isinstance(cache, ResponseCache):
-        llm.cache = cache
-    elif cache:
-        llm.cache = ResponseCache()
-    return llm
-
-
-def chat_once(prompt: str, *, llm: str | None = None, system: str | None = None,
-              schema_file: Path | None = None, temperature: float = 0.0, max_tokens: int = 256,
-              seed: int = 0, cache: bool = True, n_ctx: int = 4096) -> ChatResult:
-    """One prompt (and optional system message and schema file) to one model: `cli.py chat`."""
-    from ingest.errors import InputError
-
-    schema = None
-    if schema_file is not None:
-        try:
-            schema = json.loads(Path(schema_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{schema_file}: not a readable JSON schema ({exc})") from None
-        try:
-            schema_validator(schema)
-        except ValueError as exc:
-            raise InputError(f"{schema_file}: {exc}") from None
-    messages: list[Message] = [{"role": "system", "content": system}] if system else []
-    messages.append({"role": "user", "content": prompt})
-    model = open_llm(llm, cache=cache, n_ctx=n_ctx)
-    try:
-        return model.chat(messages, schema=schema, temperature=temperature,
-                          max_tokens=max_tokens, seed=seed, stage="chat")
-    finally:
-        model.close()

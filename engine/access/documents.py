@@ -1,4 +1,4 @@
-"""`DocumentStore`: chunks of an entity's documents, dense search (FAISS), sparse search (BM25).
+"""`ParquetDocumentStore` (the `DocumentStore` of an index folder): chunks of an entity's documents, dense search (FAISS), sparse search (BM25).
 
 Reads an index folder only: chunks.parquet through DuckDB, vectors/ through FAISS (memory-
 mapped where FAISS allows), bm25/ through bm25s. Safe to open from many processes at once.
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.embedder import Embedder, SentenceTransformerEmbedder
+from index.embedder import Embedder, SentenceTransformerEmbedder
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, ModelError
 
@@ -56,7 +56,7 @@ class SearchHit:
         }
 
 
-class DocumentStore:
+class ParquetDocumentStore:
     """Chunks of an index: lookups by entity and id, dense and sparse search by collection."""
 
     def __init__(self, root: Path | IndexPaths, embedder: Embedder | None = None) -> None:
@@ -68,7 +68,7 @@ class DocumentStore:
         self._embedder = embedder
         self._lock = threading.RLock()
         self._con: Any = None
-        if embedder is not None and (self.paths.vectors / "meta.json").exists():
+        if embedder is not None and self.paths.vector_meta.exists():
             self._check_embedder(embedder)
 
     # -- lookups -------------------------------------------------------------------------
@@ -206,7 +206,7 @@ class DocumentStore:
         import faiss
 
         self._require_vectors()
-        path = self.paths.vectors / "chunks.faiss"
+        path = self.paths.faiss_index("chunks")
         try:
             index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
         except RuntimeError:
@@ -221,7 +221,7 @@ class DocumentStore:
     @cached_property
     def _chunk_vectors(self) -> np.ndarray:
         self._require_vectors()
-        return np.load(self.paths.embeddings / "chunks.f16.npy", mmap_mode="r")
+        return np.load(self.paths.stored_vectors("chunks"), mmap_mode="r")
 
     @cached_property
     def _bm25(self) -> Any:
@@ -286,12 +286,12 @@ class DocumentStore:
 
 
 def document_stats(root: Path | IndexPaths) -> dict[str, Any]:
-    """`DocumentStore.stats()`, or zero counts for an index without documents (KG only)."""
+    """`ParquetDocumentStore.stats()`, or zero counts for an index without documents (KG only)."""
     paths = root if isinstance(root, IndexPaths) else IndexPaths(Path(root))
     if paths.root.is_dir() and not paths.chunks.exists():
         return {"documents": 0, "chunks": 0, "linked_documents": 0, "linked_entities": 0,
                 "collections": {}, "chunks_per_collection": {}}
-    return DocumentStore(paths).stats()
+    return ParquetDocumentStore(paths).stats()
 
 
 def hit_dicts(hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
@@ -299,4 +299,4 @@ def hit_dicts(hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
     return [h.to_dict() for h in hits]
 
 
-__all__ = ["ChunkRecord", "DocumentStore", "SearchHit", "document_stats", "hit_dicts"]
+__all__ = ["ChunkRecord", "ParquetDocumentStore", "SearchHit", "document_stats", "hit_dicts"]

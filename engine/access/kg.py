@@ -8,19 +8,20 @@ double quotes (`"1999"`), which no IRI can start with, so one list can hold both
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import pyoxigraph as ox
 
-from engine import sparql_escape
+from engine.access import sparql_escape
 from index.manifest import read_manifest
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, InputError, LocalkgError
@@ -45,11 +46,37 @@ class Relation:
     direction: Direction
 
 
-@dataclass(frozen=True)
-class Triple:
-    head: str
-    relation: str
-    tail: str
+@dataclass
+class Edges:
+    """The facts of one entity in one direction, as (relation, other end) pairs.
+
+    `complete` is False when the entity has more facts than were read: the pairs are then a
+    deterministic sample of the first `scanned` facts in store order (see `KnowledgeGraph.edges`).
+    """
+
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    scanned: int = 0
+    complete: bool = True
+
+
+SCAN_FACTOR = 4
+"""`edges(limit=n)` reads at most SCAN_FACTOR * n facts: the cost of a hub is bounded by the cap."""
+
+
+def sample_edges(found: Iterable[tuple[str, str]], limit: int | None) -> Edges:
+    """Read at most SCAN_FACTOR * limit pairs of `found`; keep a stable hash sample of `limit`."""
+    if limit is None:
+        pairs = sorted(set(found))
+        return Edges(pairs, len(pairs), True)
+    scan = max(limit, 1) * SCAN_FACTOR
+    read = list(itertools.islice(found, scan + 1))
+    complete = len(read) <= scan
+    unique = sorted(set(read[:scan]))
+    if len(unique) > limit:
+        unique = sorted(sorted(unique, key=lambda e: hashlib.blake2b(
+            f"{e[0]}\t{e[1]}".encode(), digest_size=8).digest())[:limit])
+        complete = False
+    return Edges(unique, min(len(read), scan), complete)
 
 
 def is_literal(node: str) -> bool:
@@ -79,11 +106,14 @@ class KnowledgeGraph(Protocol):
 
     def tails(self, entity: str, relation: str, direction: Direction = "out", limit: int | None = None) -> list[str]: ...
 
-    def neighbourhood(self, entities: Sequence[str], hops: int, max_degree: int = 200) -> list[Triple]: ...
+    def edges(self, entity: str, direction: Direction, limit: int | None = None) -> Edges:
+        """The entity's facts in one direction. With `limit`, at most `limit` pairs, sampled
+        deterministically from a bounded scan: a hub costs the cap, not its degree."""
+        ...
 
 
 class _GraphBase:
-    """Shared logic: labels with caching and the BFS neighbourhood over `relations_of`/`tails`."""
+    """Shared logic: labels with caching."""
 
     def _fetch_label(self, node: str) -> str | None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -111,25 +141,8 @@ class _GraphBase:
     def tails(self, entity: str, relation: str, direction: Direction = "out", limit: int | None = None) -> list[str]:  # pragma: no cover
         raise NotImplementedError
 
-    def neighbourhood(self, entities: Sequence[str], hops: int, max_degree: int = 200) -> list[Triple]:
-        """Triples within `hops` of `entities`; each expansion capped at `max_degree` tails per relation."""
-        seen_nodes = set(entities)
-        frontier = list(dict.fromkeys(entities))
-        triples: dict[Triple, None] = {}
-        for _ in range(hops):
-            next_frontier: list[str] = []
-            for node in frontier:
-                if is_literal(node):
-                    continue
-                for rel in self.relations_of(node):
-                    for tail in self.tails(node, rel.id, rel.direction, limit=max_degree):
-                        triple = Triple(node, rel.id, tail) if rel.direction == "out" else Triple(tail, rel.id, node)
-                        triples[triple] = None
-                        if tail not in seen_nodes:
-                            seen_nodes.add(tail)
-                            next_frontier.append(tail)
-            frontier = next_frontier
-        return list(triples)
+    def edges(self, entity: str, direction: Direction, limit: int | None = None) -> Edges:  # pragma: no cover
+        raise NotImplementedError
 
 
 def _node(entity: str) -> ox.NamedNode | ox.BlankNode | None:
@@ -200,6 +213,19 @@ class OxigraphKG(_GraphBase):
             return stable_sample((_node_id(q.object) for q in quads), limit)
         quads = self.store.quads_for_pattern(None, predicate, term, self._default)
         return stable_sample((_node_id(q.subject) for q in quads), limit)
+
+    def edges(self, entity: str, direction: Direction, limit: int | None = None) -> Edges:
+        term = _node(entity)
+        if term is None:
+            return Edges()
+        found: Iterator[tuple[str, str]]
+        if direction == "out":
+            found = ((q.predicate.value, _node_id(q.object))
+                     for q in self.store.quads_for_pattern(term, None, None, self._default))
+        else:
+            found = ((q.predicate.value, _node_id(q.subject))
+                     for q in self.store.quads_for_pattern(None, None, term, self._default))
+        return sample_edges(found, limit)
 
     def sparql(self, query: str) -> Any:
         """Run a user's SPARQL query (read-only store: updates are refused)."""
@@ -342,6 +368,20 @@ class SparqlEndpointKG(_GraphBase):
         if limit is not None:
             query += f" ORDER BY ?t LIMIT {max(limit, self.max_fetch)}"
         return stable_sample((self._value(row["t"]) for row in self.select(query)), limit)
+
+
+    def edges(self, entity: str, direction: Direction, limit: int | None = None) -> Edges:
+        """Like `OxigraphKG.edges`; the endpoint is asked for at most SCAN_FACTOR * limit rows in
+        SPARQL order, so the sample equals the embedded store's when the scan reads everything."""
+        e = self._iri(entity)
+        if e is None:
+            return Edges()
+        pattern = f"{e} ?p ?t" if direction == "out" else f"?t ?p {e}"
+        query = f"SELECT DISTINCT ?p ?t WHERE {{ {self._facts(pattern)} }}"
+        if limit is not None:
+            query += f" ORDER BY ?p ?t LIMIT {max(limit, 1) * SCAN_FACTOR + 1}"
+        rows = self.select(query)
+        return sample_edges(((r["p"]["value"], self._value(r["t"])) for r in rows), limit)
 
 
 def open_kg(index: Path | None = None, endpoint: str | None = None) -> KnowledgeGraph:

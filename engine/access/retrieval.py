@@ -1,0 +1,115 @@
+"""Document retrieval the hybrid methods share, over the `DocumentStore` protocol.
+
+ToG-2 and HydraRAG rank the documents of a few candidate entities at query time instead of
+searching a whole-corpus index: the chunks of an entity's documents (`entity_chunks`), dense
+re-scoring of any given texts against a query with the index's own embedding model
+(`DenseScorer`, embeddings cached per text), sentence windows cut from chunks
+(`sentence_windows`), and the question-searched `web` collection (`search_web`).
+
+    scorer = DenseScorer(docs.embedder)
+    chunks = entity_chunks(docs, "urn:e:Norvale_Motors")
+    ranked = scorer.rank("who chairs the board of Norvale Motors?", [c.text for c in chunks], k=5)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.access.documents import ChunkRecord, SearchHit
+from engine.access.protocols import DocumentStore, Embedder
+from index.chunking import sentence_spans
+
+WEB = "web"
+
+
+def entity_chunks(docs: DocumentStore, entity: str, limit: int | None = None) -> list[ChunkRecord]:
+    """The chunks of the documents linked to `entity` (by entity id), in document order."""
+    return docs.chunks_of(entity, limit)
+
+
+def search_web(docs: DocumentStore, question: str, k: int = 10, mode: str = "dense") -> list[SearchHit]:
+    """The `web` collection searched by the question (HydraRAG's offline web source: documents
+    tied to no KG entity). `mode`: dense (FAISS) or sparse (BM25)."""
+    if mode == "dense":
+        return docs.dense_search(question, k, WEB)
+    if mode == "sparse":
+        return docs.sparse_search(question, k, WEB)
+    raise ValueError(f"search mode must be dense or sparse, not {mode!r}")
+
+
+@dataclass(frozen=True)
+class Window:
+    """A few consecutive sentences of a chunk, with where they come from."""
+
+    chunk_id: str
+    text: str
+    first_sentence: int  # index of the window's first sentence within the chunk
+
+
+def sentence_windows(chunk: ChunkRecord, size: int = 1, stride: int | None = None) -> list[Window]:
+    """The chunk's sentences in windows of `size` (moving by `stride`, default `size`); a chunk
+    shorter than one window is one window. Sentence boundaries as in the index's chunking."""
+    if size < 1:
+        raise ValueError("window size must be >= 1")
+    step = stride or size
+    sentences = [chunk.text[a:b] for a, b in sentence_spans(chunk.text)]
+    if not sentences:
+        return []
+    starts = range(0, max(len(sentences) - size, 0) + 1, step)
+    return [Window(chunk.chunk_id, " ".join(sentences[i:i + size]), i) for i in starts]
+
+
+class DenseScorer:
+    """Cosine similarity of texts with a query, computed at query time with one embedding model.
+
+    Vectors are cached per text (LRU, `max_cached` texts), so a chunk seen by several questions or
+    several iterations of one question is embedded once.
+    """
+
+    def __init__(self, embedder: Embedder, max_cached: int = 100_000) -> None:
+        self.embedder = embedder
+        self.max_cached = max_cached
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.embedded = 0  # texts embedded so far (cache misses): a cost a trace can report
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised vectors of `texts` (rows in the same order), from the cache where possible."""
+        keys = [self._key(t) for t in texts]
+        missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if missing:
+            first = {k: t for k, t in zip(keys, texts, strict=True)}
+            fresh = np.asarray(self.embedder.encode([first[k] for k in missing]), dtype=np.float32)
+            self.embedded += len(missing)
+            for key, vector in zip(missing, fresh, strict=True):
+                self._cache[key] = vector
+        rows = []
+        for key in keys:
+            self._cache.move_to_end(key)
+            rows.append(self._cache[key])
+        while len(self._cache) > self.max_cached:
+            self._cache.popitem(last=False)
+        if not rows:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.vstack(rows)
+
+    def scores(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Cosine of each text with the query."""
+        if not texts:
+            return []
+        query_vector = self.vectors([query])[0]
+        return [float(s) for s in self.vectors(texts) @ query_vector]
+
+    def rank(self, query: str, texts: Sequence[str], k: int | None = None) -> list[tuple[int, float]]:
+        """(index into `texts`, cosine) best first; ties keep the given order."""
+        scores = self.scores(query, texts)
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        return [(i, scores[i]) for i in order[:k]]

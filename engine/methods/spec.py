@@ -1,0 +1,87 @@
+"""What a method declares about itself: `MethodSpec` (name, run function, defaults, checks).
+
+Each method module builds its spec once, next to its code:
+
+    TOG = MethodSpec("tog", run_tog, TOG_DEFAULTS, "Think-on-Graph: beam search over triples",
+                     checks=(positive_ints("width", "depth"), one_of("prune_tool", PRUNE_TOOLS)))
+
+and `engine/methods/registry.py` lists the specs, one line each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.methods.context import Context
+    from engine.questions.record import AnswerRecord, Question
+
+MethodFn = Callable[["Question", "Context", dict[str, Any]], "AnswerRecord"]
+Check = Callable[[dict[str, Any]], None]  # raises ValueError naming the key and the bad value
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method: its name, how to run it, its default config and the checks of its values."""
+
+    name: str
+    run: MethodFn
+    defaults: Mapping[str, Any]
+    summary: str
+    checks: Sequence[Check] = field(default_factory=tuple)
+
+    def config(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The defaults with `overrides` applied and checked.
+
+        ValueError for a key the method does not have (listing the keys it has) or a bad value.
+        """
+        resolved = dict(self.defaults)
+        unknown = sorted(set(overrides or {}) - set(resolved))
+        if unknown:
+            raise ValueError(f"{self.name} has no config key {', '.join(unknown)} "
+                             f"(its keys: {', '.join(sorted(resolved))})")
+        resolved.update(overrides or {})
+        for check in self.checks:
+            check(resolved)
+        return resolved
+
+
+def positive_ints(*keys: str) -> Check:
+    """Each key must hold an integer >= 1."""
+    def check(config: dict[str, Any]) -> None:
+        for key in keys:
+            value = config[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key} must be a positive integer, not {value!r}")
+    return check
+
+
+def one_of(key: str, choices: Sequence[Any]) -> Check:
+    """The key must hold one of `choices`."""
+    def check(config: dict[str, Any]) -> None:
+        if config[key] not in choices:
+            raise ValueError(f"{key} must be one of {', '.join(map(str, choices))}, not {config[key]!r}")
+    return check
+
+
+def numbers(*keys: str, low: float | None = None, high: float | None = None) -> Check:
+    """Each key must hold a number within [low, high]."""
+    def check(config: dict[str, Any]) -> None:
+        for key in keys:
+            value = config[key]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{key} must be a number, not {value!r}")
+            if (low is not None and value < low) or (high is not None and value > high):
+                raise ValueError(f"{key} must be within [{low}, {high}], not {value!r}")
+    return check
+
+
+def booleans(*keys: str) -> Check:
+    """Each key must hold true or false."""
+    def check(config: dict[str, Any]) -> None:
+        for key in keys:
+            if not isinstance(config[key], bool):
+                raise ValueError(f"{key} must be true or false, not {config[key]!r}")
+    return check

@@ -1,0 +1,43 @@
+"""Topic entities of a question, shared by every KG method (ToG, ToG-R, ToG-2, HydraRAG)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from engine.methods.common import timed
+from engine.questions.record import AnswerRecord, Question
+
+if TYPE_CHECKING:
+    from engine.methods.context import Context
+
+
+def select_topic_entities(question: Question, ctx: Context, record: AnswerRecord, limit: int,
+                          label: Callable[[str], str]) -> list[str]:
+    """Up to `limit` topic entity ids, best first, each recorded in `record.topic_entities`.
+
+    Pre-linked ids from the dataset (Freebase MIDs, Wikidata QIDs: `extra["topic_entity_ids"]`)
+    come first, then given names (resolved one by one), else the linker reads the question.
+    One entity per mention; an id the index does not know is skipped.
+    """
+    with timed(record, "linking"):
+        linker = ctx.linker
+        ids = question.extra.get("topic_entity_ids")
+        if ids:  # pre-linked MIDs / QIDs ({id: name}): the id first, its name if absent
+            found = linker.link(question.question, topic_entities=ids)
+        elif question.topic_entities:  # names: resolved one by one
+            found = [c for t in question.topic_entities for c in linker.resolve(t, "given", 1)]
+        else:
+            found = linker.link(question.question)
+    chosen: list[str] = []
+    seen_mentions: set[str] = set()
+    for c in found:
+        if c.mention in seen_mentions or not linker.has(c.entity) or c.entity in chosen:
+            continue
+        seen_mentions.add(c.mention)
+        chosen.append(c.entity)
+        record.topic_entities.append({"id": c.entity, "label": label(c.entity), "mention": c.mention,
+                                      "reason": c.reason, "score": c.score})
+        if len(chosen) >= limit:
+            break
+    return chosen

@@ -1,0 +1,70 @@
+"""Answering one question with one method: the single place where a question-level failure is
+caught, and where cost, config hash, gold side and scores are stamped on the record.
+
+    record = answer_question("tog", Question("q1", "what movies did [Temuera Morrison] act in"),
+                             ctx, {"width": 3, "depth": 2})
+
+`answer_question` never raises for a question-level failure (a KG error, a reply that stays
+invalid, a bug in a method): it returns a record with `error` set. It raises `ValueError` for
+an unknown method or config key (a caller's mistake) and lets `ModelError` through (the model
+cannot be used at all, so the next question would fail the same way). A batch also stops on
+`IndexError_` raised while opening its context.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+from engine.methods import registry
+from engine.methods.common import new_record
+from engine.methods.context import Context
+from engine.questions.answer_match import score_record
+from engine.questions.record import AnswerRecord, Question
+from ingest.errors import IndexError_, ModelError
+
+# Not question-level failures: a batch stops on them (and resumes once they are fixed). Inside a
+# method only a ModelError is; an index without what the method needs is that question's error.
+FATAL_ERRORS: tuple[type[Exception], ...] = (ModelError, IndexError_)
+
+
+def answer_question(method: str, question: Question, ctx: Context,
+                    config: Mapping[str, Any] | None = None) -> AnswerRecord:
+    """Answer one question; the record carries cost, stage times, config and scores."""
+    spec = registry.get(method)
+    resolved = spec.config(config)
+    start = time.perf_counter()
+    with ctx.llm.recording() as calls:
+        try:
+            record = spec.run(question, ctx, resolved)
+        except ModelError:
+            raise
+        except Exception as exc:  # a question-level failure: recorded, the run goes on
+            record = new_record(question, method)
+            record.error = f"{type(exc).__name__}: {exc}"
+            record.extra["traceback"] = traceback.format_exc(limit=6)
+    record.method = method
+    record.seconds = round(time.perf_counter() - start, 6)
+    record.llm_calls = calls.to_dicts()
+    record.config_hash = registry.config_hash(method, resolved)
+    record.extra["config"] = resolved
+    record.extra["llm_summary"] = calls.summary()
+    return stamp_gold(record, question)
+
+
+def stamp_gold(record: AnswerRecord, question: Question) -> AnswerRecord:
+    """The gold side (answers, alias groups, gold relations) and the scores, on the record."""
+    record.id, record.question = question.id, question.question
+    record.answers = list(question.answers)
+    gold: dict[str, Any] = {}
+    if question.extra.get("answer_groups"):
+        gold["answer_groups"] = question.extra["answer_groups"]
+    if question.gold_relations:
+        gold["relations"] = list(question.gold_relations)
+    if gold:
+        record.extra = {**record.extra, "gold": gold}
+    scored = score_record(record.to_dict()) if question.answers else None
+    record.correct = scored.to_dict() if scored is not None else {}
+    return record

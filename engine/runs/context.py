@@ -1,0 +1,54 @@
+"""`open_context`: a method `Context` over one index folder (or a SPARQL endpoint) and one LLM.
+
+    ctx = open_context(Path("data/indexes/metaqa"), "qwen2.5-coder-0.5b")
+    record = answer_question("tog", question, ctx, {"depth": 2})
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.access.documents import ParquetDocumentStore
+from engine.access.kg import open_kg
+from engine.access.linking import EntityLinker, LabelIndex
+from engine.access.protocols import DocumentStore, Embedder
+from engine.llm.backends import LLM
+from engine.llm.open import open_llm
+from engine.methods.context import Context
+from index.entities import EntityTable
+from index.paths import IndexPaths
+
+
+def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True,
+                 kg_endpoint: str | None = None) -> Context:
+    """A context over the index folder and the LLM named by `llm` (a registry name, .gguf path,
+    server URL or `scripted:FILE`; None: the default model). An already open LLM is used as it is.
+
+    `kg_endpoint`: a SPARQL 1.1 endpoint URL that serves the KG instead of the index's own
+    store (checked once here); entities, relations, documents and vectors still come from the
+    index folder, so the endpoint must hold the KG the index was built from."""
+    paths = IndexPaths(Path(index))
+    entities = EntityTable.open(paths)  # first: a clear error when the folder is no index
+    kg = open_kg(Path(index), kg_endpoint)
+    model = open_llm(llm, cache=cache) if llm is None or isinstance(llm, str) else llm
+    docs: dict[str, DocumentStore] = {}
+
+    def open_docs() -> DocumentStore:
+        if "docs" not in docs:
+            docs["docs"] = ParquetDocumentStore(paths)
+        return docs["docs"]
+
+    def open_embedder() -> Embedder:
+        """The index's embedding model, or the packaged default when it has no vectors."""
+        if paths.vector_meta.exists():
+            return open_docs().embedder
+        from index.embedder import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(None)
+
+    def open_linker() -> EntityLinker:
+        """Linking over the entity table (label vectors when the index has them)."""
+        has_labels = paths.vector_ids("entities").exists()
+        return EntityLinker(entities, LabelIndex(paths) if has_labels else None, paths=paths)
+
+    return Context(kg, model, open_docs=open_docs, open_linker=open_linker, open_embedder=open_embedder)

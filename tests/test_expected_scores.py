@@ -1,0 +1,333 @@
+"""Expected scores (`make check-scores`): the entries file, its validation, and OK / FAIL / MISSING."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.runs.expected_scores import (
+    DEFAULT_FILE,
+    EXIT_COMMAND,
+    EXIT_MISMATCH,
+    EXIT_OK,
+    EXIT_USAGE,
+    FAIL,
+    MISSING,
+    OK,
+    ROOT,
+    ExpectedScoresError,
+    check,
+    command_lists,
+    load_entries,
+    main,
+    parse_entries,
+    score_entries,
+    select,
+)
+
+README = ROOT / "README.md"
+DATASETS = {"MetaQA 1-hop": "metaqa-1hop", "MetaQA 2-hop": "metaqa-2hop", "MetaQA 3-hop": "metaqa-3hop",
+            "PQ-3H": "pq3h"}
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def _entry(**changes: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": "tog-hits1", "what": "tog Hits@1 on the tiny run", "commands": ["true"], "run": "runs/a",
+        "method": "tog", "metric": "hits1", "expected": 0.5, "tolerance": 0.0, "subset": ["unit"],
+        "readme": "Hits@1 50.0%",
+    }
+    entry.update(changes)
+    return {k: v for k, v in entry.items() if v is not None}
+
+
+def _record(rid: str, prediction: str, answers: list[str], calls: int = 1) -> dict[str, Any]:
+    return {"id": rid, "question": f"q {rid}", "answers": answers, "method": "tog", "prediction": prediction,
+            "predictions": [prediction] if prediction else [], "answer_source": "kg", "paths": [],
+            "llm_calls": [{"stage": "answer", "prompt_tokens": 100, "cached_tokens": 0, "completion_tokens": 5,
+                           "seconds": 0.1, "cache_hit": False}] * calls,
+            "seconds": 1.0, "config_hash": "h", "error": None, "extra": {}}
+
+
+def _write_run(folder: Path, ids: list[str], records: dict[str, list[dict[str, Any]]]) -> None:
+    """A run folder as `batch` leaves it: run.json with the question ids, one <method>.jsonl each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run = {"questions": {"path": "q.jsonl", "count": len(ids), "ids": ids},
+           "methods": {m: {"config": {}} for m in records}, "status": "complete"}
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    for method, lines in records.items():
+        (folder / f"{method}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Path:
+    """runs/a: tog 2 of 4 right (Hits@1 0.5), 1 call a question; runs/b: tog 3 of 4, 2 calls; rag 1 of 4."""
+    ids = ["q1", "q2", "q3", "q4"]
+    _write_run(tmp_path / "runs" / "a", ids, {"tog": [
+        _record("q1", "Paris", ["Paris"]), _record("q2", "Rome", ["Rome"]),
+        _record("q3", "Oslo", ["Bern"]), _record("q4", "", ["Riga"])]})
+    _write_run(tmp_path / "runs" / "b", ids, {
+        "tog": [_record(i, "x", ["x"] if i != "q4" else ["y"], calls=2) for i in ids],
+        "rag": [_record(i, "x", ["x"] if i == "q1" else ["y"]) for i in ids]})
+    return tmp_path
+
+
+def _write_entries(folder: Path, entries: list[dict[str, Any]]) -> Path:
+    path = folder / "expected.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    return path
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ---- the checked-in file -----------------------------------------------------------------------
+
+
+def test_checked_in_file_is_valid_and_has_every_subset() -> None:
+    entries = load_entries(DEFAULT_FILE)
+    subsets = {s for e in entries for s in e.subset}
+    assert {"ci", "demo", "eval", "experiments"} <= subsets
+    ci = [e for e in entries if "ci" in e.subset]
+    assert ci and all("smollm2-135m" in " ".join(e.commands) for e in ci)
+    assert all(e.tolerance > 0 for e in ci if e.metric != "errors"), "CI runs on another machine: it needs a tolerance"
+    assert all(not c.startswith(("python ", "cli.py")) for e in entries for c in e.commands), \
+        "commands call .venv/bin/python or make, from the repo root"
+
+
+def test_every_readme_phrase_is_in_the_readme() -> None:
+    readme = _norm(README.read_text(encoding="utf-8"))
+    for entry in load_entries(DEFAULT_FILE):
+        assert _norm(entry.readme) in readme, f"{entry.id}: its readme phrase is not in README.md"
+
+
+def _table_rows() -> dict[str, list[str]]:
+    """The README's evaluation table: method -> cells (bold marks removed)."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Evaluation", 1)[1]
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip().replace("*", "") for c in line.strip().strip("|").split("|")]
+        if line.startswith("| method |"):
+            header = cells
+        elif line.startswith("| ") and len(cells) > 1 and not line.startswith("|---"):
+            rows[cells[0]] = cells
+        elif rows:
+            break
+    assert header[1:8] == [*DATASETS, "LLM calls/q", "prompt tok/q", "LLM s/q"]
+    return rows
+
+
+def _bounds(cell: str) -> tuple[float, float]:
+    parts = [float(p) for p in re.split("[–-]", cell)]
+    return parts[0], parts[-1]
+
+
+def test_every_cell_of_the_evaluation_table_has_an_entry() -> None:
+    by_id = {e.id: e for e in load_entries(DEFAULT_FILE)}
+    rows = _table_rows()
+    assert set(rows) == {"io", "cot", "rag", "tog", "tog-r"}
+    for method, cells in rows.items():
+        for column, short in enumerate(DATASETS.values(), start=1):
+            entry = by_id[f"eval-{method}-{short}-hits1"]
+            assert entry.expected == pytest.approx(float(cells[column]) / 100), entry.id
+            assert (entry.metric, entry.method, entry.aggregate) == ("hits1", method, None)
+        for column, metric in ((5, "llm-calls"), (6, "prompt-tokens")):
+            low, high = _bounds(cells[column])
+            for bound, value in (("min", low), ("max", high)):
+                entry = by_id[f"eval-{method}-{metric}-{bound}"]
+                assert entry.expected == pytest.approx(value) and entry.aggregate == bound, entry.id
+                assert len(entry.runs) == 4
+
+
+def test_expected_values_are_written_in_their_readme_phrase() -> None:
+    forms = {"hits1": lambda v: {f"{100 * v:.1f}", f"{100 * v:.0f}"}, "llm_calls": lambda v: {f"{v:.1f}"},
+             "prompt_tokens": lambda v: {f"{v:.0f}"}, "errors": lambda v: {f"{v:.0f} errors"}}
+    for entry in load_entries(DEFAULT_FILE):
+        if "ci" in entry.subset:
+            continue  # the tiny model's numbers are not quoted in the README
+        assert any(form in entry.readme for form in forms[entry.metric](entry.expected)), entry.id
+
+
+# ---- validation --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"expected": "0.5"}, "'expected' must be a finite number"),
+    ({"expected": True}, "'expected' must be a finite number"),
+    ({"tolerance": -0.1}, "'tolerance' must be >= 0"),
+    ({"commands": []}, "'commands' must be a non-empty list"),
+    ({"commands": "make eval"}, "'commands' must be a non-empty list"),
+    ({"subset": ["ci", ""]}, "'subset' must be a non-empty string"),
+    ({"metric": "hits@1"}, "'metric' is 'hits@1', not a key of the eval JSON"),
+    ({"run": ["runs/a", "runs/b"]}, "'aggregate' must be one of min, max"),
+    ({"run": ["runs/a"], "aggregate": "mean"}, "'aggregate' must be one of min, max"),
+    ({"aggregate": "min"}, "'aggregate' is only allowed when 'run' is a list"),
+    ({"method": None}, "missing field 'method'"),
+    ({"expectd": 1}, "unknown field 'expectd'"),
+])
+def test_a_bad_field_is_named_with_its_entry(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ExpectedScoresError) as error:
+        parse_entries([_entry(id="first"), _entry(id="second", **changes)])
+    assert "entry 1 (second)" in str(error.value) and message in str(error.value)
+
+
+def test_file_level_errors(tmp_path: Path) -> None:
+    with pytest.raises(ExpectedScoresError, match="repeats an earlier entry's id"):
+        parse_entries([_entry(), _entry()])
+    with pytest.raises(ExpectedScoresError, match="non-empty JSON list"):
+        parse_entries({"entries": []})
+    with pytest.raises(ExpectedScoresError, match="entry 0: must be an object"):
+        parse_entries(["x"])
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{", encoding="utf-8")
+    with pytest.raises(ExpectedScoresError, match=re.escape("broken.json: not valid JSON")):
+        load_entries(broken)
+    with pytest.raises(ExpectedScoresError, match="cannot read"):
+        load_entries(tmp_path / "absent.json")
+
+
+def test_select_by_subset_and_id() -> None:
+    entries = parse_entries([_entry(id="a", subset=["ci", "demo"]), _entry(id="b", subset=["eval"]),
+                             _entry(id="c", subset=["eval"])])
+    assert [e.id for e in select(entries)] == ["a", "b", "c"]
+    assert [e.id for e in select(entries, ["eval"])] == ["b", "c"]
+    assert [e.id for e in select(entries, ["ci", "eval"])] == ["a", "b", "c"]
+    assert [e.id for e in select(entries, ["eval"], ["c"])] == ["c"]
+    with pytest.raises(ExpectedScoresError, match="unknown subset nightly"):
+        select(entries, ["nightly"])
+    with pytest.raises(ExpectedScoresError, match="unknown id zz"):
+        select(entries, ids=["zz"])
+    with pytest.raises(ExpectedScoresError, match="no entry matches"):
+        select(entries, ["ci"], ["b"])
+
+
+def test_entries_sharing_commands_run_them_once() -> None:
+    entries = parse_entries([_entry(id="a", commands=["make eval"]), _entry(id="b", commands=["make demo"]),
+                             _entry(id="c", commands=["make eval"])])
+    assert command_lists(entries) == [("make eval",), ("make demo",)]
+
+
+# ---- scoring -----------------------------------------------------------------------------------
+
+
+def test_ok_fail_and_missing_rows(runs: Path) -> None:
+    entries = parse_entries([
+        _entry(id="ok-hits"),                                                  # 2/4 = 0.5
+        _entry(id="ok-rounded", expected=0.49, tolerance=0.01),                # within the tolerance
+        _entry(id="fail-hits", expected=0.52, tolerance=0.01),                 # just outside it
+        _entry(id="ok-calls", run="runs/b", metric="llm_calls", expected=2),
+        _entry(id="ok-min", run=["runs/a", "runs/b"], aggregate="min", expected=0.5),
+        _entry(id="ok-max", run=["runs/a", "runs/b"], aggregate="max", expected=0.75),
+        _entry(id="fail-max", run=["runs/a", "runs/b"], aggregate="max", expected=0.5),
+        _entry(id="missing-method", method="rag"),                             # runs/a has no rag
+        _entry(id="missing-run", run="runs/nowhere"),
+        _entry(id="missing-in-one", run=["runs/a", "runs/nowhere"], aggregate="min"),
+        _entry(id="missing-value", metric="path_overlap.mean_correct"),        # no KG paths: None
+    ])
+    results = {r.entry.id: r for r in score_entries(entries, runs)}
+    status = {i: r.status for i, r in results.items()}
+    assert status == {"ok-hits": OK, "ok-rounded": OK, "fail-hits": FAIL, "ok-calls": OK, "ok-min": OK,
+                      "ok-max": OK, "fail-max": FAIL, "missing-method": MISSING, "missing-run": MISSING,
+                      "missing-in-one": MISSING, "missing-value": MISSING}
+    assert results["fail-hits"].got == pytest.approx(0.5)
+    assert results["ok-max"].note == "max of 2 runs, at runs/b"
+    assert results["missing-method"].note == "runs/a: no rag records"
+    assert results["missing-run"].note == "no run folder runs/nowhere"
+    assert results["missing-run"].got is None
+
+
+def test_a_run_with_unanswered_questions_is_missing(runs: Path) -> None:
+    folder = runs / "runs" / "a"
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    run["questions"]["ids"].append("q5")
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    [result] = score_entries(parse_entries([_entry()]), runs)
+    assert result.status == MISSING and "incomplete, 1 of 5 questions without a record" in result.note
+
+
+def test_a_folder_without_records_is_missing(runs: Path) -> None:
+    (runs / "runs" / "empty").mkdir()
+    [result] = score_entries(parse_entries([_entry(run="runs/empty")]), runs)
+    assert result.status == MISSING and "no record files" in result.note
+
+
+def test_main_prints_a_line_per_entry_and_the_exit_code(runs: Path) -> None:
+    path = _write_entries(runs, [_entry(id="good"), _entry(id="bad", expected=0.9, subset=["other"]),
+                                 _entry(id="gone", run="runs/nowhere", subset=["other"])])
+    out = io.StringIO()
+    assert main(["--file", str(path), "--root", str(runs), "--no-run"], out=out) == EXIT_MISMATCH
+    lines = out.getvalue().splitlines()
+    assert [line.split()[:2] for line in lines[:3]] == [["OK", "good"], ["FAIL", "bad"], ["MISSING", "gone"]]
+    assert "expected 0.9" in lines[1] and "got 0.5" in lines[1] and "tol 0" in lines[1]
+    assert lines[3] == "3 entries: 1 OK, 1 FAIL, 1 MISSING"
+    out = io.StringIO()
+    assert main(["--file", str(path), "--root", str(runs), "--no-run", "--subset", "unit"], out=out) == EXIT_OK
+    assert out.getvalue().splitlines()[-1] == "1 entries: 1 OK, 0 FAIL, 0 MISSING"
+    assert main(["--file", str(path), "--root", str(runs), "--no-run", "--id", "gone"], out=io.StringIO()) == EXIT_MISMATCH
+    assert main(["--file", str(path), "--root", str(runs), "--id", "nope"], out=io.StringIO()) == EXIT_USAGE
+    assert main(["--file", str(runs / "absent.json")], out=io.StringIO()) == EXIT_USAGE
+
+
+def test_commands_run_once_in_the_root_then_the_runs_are_scored(runs: Path) -> None:
+    step = "echo step >> steps.txt"
+    entries = parse_entries([_entry(id="a", commands=[step]), _entry(id="b", commands=[step], expected=0.9)])
+    out = io.StringIO()
+    assert check(entries, runs, out=out) == EXIT_MISMATCH
+    assert (runs / "steps.txt").read_text(encoding="utf-8") == "step\n"
+    assert out.getvalue().splitlines()[0] == f"$ {step}"
+    assert check(entries[:1], runs, run=False, out=io.StringIO()) == EXIT_OK
+    assert (runs / "steps.txt").read_text(encoding="utf-8") == "step\n"  # --no-run ran nothing
+
+
+def test_a_failing_command_stops_the_check(runs: Path) -> None:
+    entries = parse_entries([_entry(commands=["echo a >> log.txt", "exit 7", "echo b >> log.txt"])])
+    out = io.StringIO()
+    assert check(entries, runs, out=out) == EXIT_COMMAND
+    assert (runs / "log.txt").read_text(encoding="utf-8") == "a\n"
+    assert "command failed (exit 7): exit 7; stopped before scoring" in out.getvalue()
+    assert "entries:" not in out.getvalue()
+
+
+def test_fresh_removes_the_run_folders_before_the_commands(runs: Path) -> None:
+    entries = parse_entries([_entry(commands=["test ! -e runs/a"])])
+    assert check(entries, runs, out=io.StringIO()) == EXIT_COMMAND  # runs/a is there: the command fails
+    assert (runs / "runs" / "a" / "tog.jsonl").exists()
+    out = io.StringIO()
+    assert check(entries, runs, fresh=True, out=out) == EXIT_MISMATCH  # removed, not made again: MISSING
+    assert not (runs / "runs" / "a").exists() and "removing runs/a (--fresh)" in out.getvalue()
+    assert (runs / "runs" / "b").exists()
+    outside = parse_entries([_entry(run="../elsewhere")])
+    with pytest.raises(ExpectedScoresError, match="not inside"):
+        check(outside, runs, fresh=True, out=io.StringIO())
+
+
+def test_list_runs_nothing(runs: Path) -> None:
+    path = _write_entries(runs, [_entry(commands=["echo x >> listed.txt"])])
+    out = io.StringIO()
+    assert main(["--file", str(path), "--root", str(runs), "--list"], out=out) == EXIT_OK
+    assert not (runs / "listed.txt").exists()
+    assert "tog-hits1 [unit] tog hits1 = 0.5" in out.getvalue()
+
+
+# ---- the CI subset, for real -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ci_subset_reproduces_its_expected_scores() -> None:
+    """What CI runs: the demo index, tog with smollm2-135m on the demo questions, compared."""
+    if not (ROOT / ".venv" / "bin" / "python").exists():
+        pytest.fail(f"{ROOT / '.venv'} is missing: run `make setup` first")
+    out = io.StringIO()
+    code = main(["--subset", "ci"], out=out)
+    report = out.getvalue()
+    assert code == EXIT_OK, report
+    assert re.search(r"^\d+ entries: \d+ OK, 0 FAIL, 0 MISSING$", report, re.MULTILINE), report

@@ -1,0 +1,90 @@
+"""The package's import graph: no circles anywhere, data flows ingest -> index -> engine -> cli.
+
+Every import statement counts, module-level or inside a function (a lazy import still makes
+one module depend on another), read from the source with `ast`, so the test sees the code as
+written rather than what one run happened to import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("ingest", "index", "engine")
+LAYER = {"ingest": 0, "index": 1, "engine": 2, "cli": 3}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    found = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+    found["cli"] = REPO / "cli.py"
+    return found
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules `name` imports (`from a.b import c` counts a.b.c when it is a module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets.add(base)
+            targets.update(f"{base}.{alias.name}" for alias in node.names)
+    return {t for t in targets if t in known and t != name}
+
+
+def import_graph() -> nx.DiGraph:
+    modules = _modules()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        for target in _imports(name, path, set(modules)):
+            # a package's __init__ is imported by its submodules implicitly: not an edge back
+            if not name.startswith(target + "."):
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_no_import_circles() -> None:
+    graph = import_graph()
+    assert graph.number_of_edges() > 50  # the walk really read the imports
+    cycles = list(nx.simple_cycles(graph))
+    assert cycles == [], "import circles: " + "; ".join(" -> ".join([*c, c[0]]) for c in cycles[:5])
+
+
+def test_no_arrow_back_against_ingest_index_engine_cli() -> None:
+    backwards = [(a, b) for a, b in import_graph().edges
+                 if LAYER[b.split(".")[0]] > LAYER[a.split(".")[0]]]
+    assert backwards == []
+
+
+def test_methods_never_import_each_other_nor_concrete_backends() -> None:
+    """Methods see protocols: no method module imports another method, the store backends,
+    the LLM backends' constructors or the runs layer."""
+    graph = import_graph()
+    methods = {"engine.methods.io_cot", "engine.methods.sc", "engine.methods.rag", "engine.methods.tog"}
+    forbidden_prefixes = ("engine.runs", "engine.access.documents", "engine.llm.open", "engine.llm.models")
+    for method in methods:
+        targets = set(graph.successors(method))
+        assert not targets & methods, method
+        assert not [t for t in targets if t.startswith(forbidden_prefixes)], method
+
+
+def test_the_cycle_check_can_fail(tmp_path: Path) -> None:
+    graph = nx.DiGraph([("a", "b"), ("b", "a")])
+    assert list(nx.simple_cycles(graph))
