@@ -133,6 +133,7 @@ def test_batch_writes_records_and_run_json(fake_backend: Path, pq_index: Path, p
     assert len(run["index"]["fingerprint"]) == 16
     assert run["questions"]["count"] == 12 and run["questions"]["ids"][0] == "PQ-2H-1"
     assert run["methods"]["oracle"]["config"] == {"beam": 3, "temperature": 0.0}
+    assert run["methods"]["oracle"]["config_hash"] == first["config_hash"]  # one hash, record and run
     assert "python" in run["versions"] and run["command"]
     # Running again is a no-op: everything is done.
     again = run_batch(_options(pq_index, pq_questions, out, ["oracle", "flaky"], limit=12))

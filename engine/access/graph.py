@@ -258,8 +258,10 @@ def subgraph_within(kg: KnowledgeGraph, topic_entities: Sequence[str], hops: int
     Breadth-first from every topic entity at once. Each node contributes at most `max_degree`
     facts per direction, read through `kg.edges` (a deterministic sample from a bounded scan:
     a hub of 100,000 facts costs about as much as one of `max_degree`). Growth stops at
-    `max_nodes` nodes: the frontier node being expanded adds its edges to known nodes only.
-    Literal nodes are kept (they can be answers) but not expanded.
+    `max_nodes` nodes: the node being expanded when the budget fills adds its remaining edges
+    to known nodes only, and no further node is read (`budget_hit_at` says at which depth), so
+    the work is bounded by the budget too. Literal nodes are kept (they can be answers) but not
+    expanded.
     """
     if hops < 0:
         raise ValueError("hops must be >= 0")
@@ -294,6 +296,9 @@ def subgraph_within(kg: KnowledgeGraph, topic_entities: Sequence[str], hops: int
                         graph.add_edge(node, other, key=relation)
                     else:
                         graph.add_edge(other, node, key=relation)
+            if budget_hit_at is not None:
+                return Subgraph(graph, list(dict.fromkeys(topic_entities)), hops, depth, capped,
+                                budget_hit_at)
         frontier = next_frontier
     return Subgraph(graph, list(dict.fromkeys(topic_entities)), hops, depth, capped, budget_hit_at)
 
