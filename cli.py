@@ -746,19 +746,35 @@ def eval_cmd(run_dir: Path, as_json: bool) -> None:
         click.echo(format_markdown(summary))
 
 
-@main.command("check-scores", context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def check_scores_cmd(args: tuple[str, ...]) -> None:
-    """Re-run the README's evaluation numbers from bench/expected_scores.json; OK / FAIL per row.
+@main.command("check-scores")
+@click.option("--subset", "subsets", multiple=True, metavar="NAME",
+              help="Only entries of this subset: ci, demo, eval, experiments. Repeatable.")
+@click.option("--id", "ids", multiple=True, metavar="ID", help="Only this entry. Repeatable.")
+@click.option("--no-run", is_flag=True, help="Run no command: only score the run folders that exist.")
+@click.option("--fresh", is_flag=True, help="Remove the selected entries' run folders first, so every answer is made "
+              "again (from the response cache where it holds the reply).")
+@click.option("--list", "list_only", is_flag=True, help="List the selected entries and their commands; run nothing.")
+@click.option("--file", "file", type=click.Path(path_type=Path), default=None,
+              help="Entries file (default: bench/expected_scores.json).")
+def check_scores_cmd(subsets: tuple[str, ...], ids: tuple[str, ...], no_run: bool, fresh: bool,
+                     list_only: bool, file: Path | None) -> None:
+    """Re-run every evaluation number the README quotes and compare: OK / FAIL / MISSING per row.
+
+    The numbers, the commands that make them and their tolerances are data, in
+    bench/expected_scores.json. Exit status 0 only when every selected row is OK.
 
     \b
-    Options (`check-scores --help` for all): --subset ci|demo|eval|experiments, --id ID,
-    --no-run (only score the run folders that exist), --fresh (remove them first), --list.
-    Exit status 0 only when every selected row is OK.
+    Examples:
+      python cli.py check-scores --subset eval          # the README's evaluation table (make eval)
+      python cli.py check-scores --subset ci            # the tiny-model demo subset CI runs
+      python cli.py check-scores --subset eval --no-run # score existing runs only
     """
     from engine.runs.expected_scores import main as check_main
 
-    raise SystemExit(check_main(list(args)))
+    argv = [*(a for s in subsets for a in ("--subset", s)), *(a for i in ids for a in ("--id", i))]
+    argv += ["--no-run"] * no_run + ["--fresh"] * fresh + ["--list"] * list_only
+    argv += ["--file", str(file)] if file is not None else []
+    raise SystemExit(check_main(argv))
 
 
 if __name__ == "__main__":
