@@ -140,3 +140,19 @@ def test_no_path_overlap_for_a_method_that_never_walks_the_kg() -> None:
     tog = [_record("q1", "Paris", ["Paris"], extra=gold_rel, paths=[_kg_path("spouse")])]
     overlap = score_method("tog", tog, ["q1"]).path_overlap
     assert overlap is not None and overlap["mean_correct"] == 1.0
+
+
+def test_where_kg_runs_stopped_is_counted() -> None:
+    from engine.runs.evaluate import score_method
+
+    grounded = {"stopped": "sufficient", "depth": 1, "trace": [{"depth": 1, "sufficient": True}]}
+    deeper = {"stopped": "sufficient", "depth": 2,
+              "trace": [{"depth": 1, "ungrounded_answer": "Kill Bill"}, {"depth": 2, "sufficient": True}]}
+    dead = {"stopped": "dead_end", "depth": 2, "trace": [{"depth": 1}, {"depth": 2}]}
+    records = [_record("1", "a", ["a"], extra=grounded), _record("2", "b", ["a"], extra=deeper),
+               _record("3", "c", ["a"], extra=dead), _record("4", "a", ["a"], extra=dict(grounded))]
+    scores = score_method("tog", records, ["1", "2", "3", "4"])
+    assert scores.stops == {"dead_end@2": 1, "sufficient@1": 2, "sufficient@2": 1}
+    assert scores.ungrounded_rejected == 1
+    plain = score_method("io", [_record("1", "a", ["a"])], ["1"])
+    assert plain.stops == {} and plain.ungrounded_rejected is None

@@ -65,6 +65,10 @@ class MethodScores:
     llm_seconds: float = 0.0
     cache_hit_rate: float | None = None
     answer_source: dict[str, float] = field(default_factory=dict)
+    # KG methods that record where they stopped (ToG, ToG-R): questions per "reason@depth", and
+    # questions where a "sufficient" was rejected as ungrounded (see tog.require_grounded_answer)
+    stops: dict[str, int] = field(default_factory=dict)
+    ungrounded_rejected: int | None = None
     path_overlap: dict[str, Any] | None = None
     config_hashes: list[str] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)  # first few, for the report
@@ -133,7 +137,14 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     seconds = llm_seconds = 0.0
     sources: Counter[str] = Counter()
     hashes: Counter[str] = Counter()
+    stops: Counter[str] = Counter()
+    ungrounded = 0
     for record in kept:
+        extra = record.get("extra") or {}
+        if extra.get("stopped"):
+            stops[f"{extra['stopped']}@{int(extra.get('depth') or 0)}"] += 1
+            ungrounded += any(isinstance(step, dict) and "ungrounded_answer" in step
+                              for step in extra.get("trace") or [])
         scores.errors += bool(record.get("error"))
         sources[str(record.get("answer_source") or "none")] += 1
         hashes[str(record.get("config_hash") or "")] += 1
@@ -168,6 +179,9 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     for other in sorted(set(sources) - set(SOURCES)):
         scores.answer_source[other] = sources[other] / n
     scores.config_hashes = [h for h, _ in hashes.most_common() if h]
+    if stops:
+        scores.stops = dict(sorted(stops.items()))
+        scores.ungrounded_rejected = ungrounded
     if len(scores.config_hashes) > 1:
         scores.problems.append(f"records come from {len(scores.config_hashes)} different configs")
     explores_kg = any(explored_relations(r) for r in kept)
