@@ -12,7 +12,6 @@ path search and, through `EvidencePath`, by every record and by evaluation.
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 import networkx as nx
 
-from engine.access.kg import Direction, KnowledgeGraph, is_literal
+from engine.access.kg import Direction, KnowledgeGraph, is_literal, stable_key
 
 Source = Literal["kg", "wiki", "web", "domain"]
 T = TypeVar("T")
@@ -171,7 +170,7 @@ def best_per_path(items: Iterable[tuple[GraphPath, float]]) -> list[tuple[GraphP
 def stable_order(items: Iterable[str], seed: int = 0) -> list[str]:
     """Items in a seeded hash order: the same on every run, unrelated to store order."""
     salt = str(seed).encode()
-    return sorted(set(items), key=lambda x: hashlib.blake2b(x.encode(), digest_size=8, salt=salt[:16]).digest())
+    return sorted(set(items), key=lambda x: stable_key(x, salt))
 
 
 # ---- question subgraphs -----------------------------------------------------------------------

@@ -73,8 +73,7 @@ def sample_edges(found: Iterable[tuple[str, str]], limit: int | None) -> Edges:
     complete = len(read) <= scan
     unique = sorted(set(read[:scan]))
     if len(unique) > limit:
-        unique = sorted(sorted(unique, key=lambda e: hashlib.blake2b(
-            f"{e[0]}\t{e[1]}".encode(), digest_size=8).digest())[:limit])
+        unique = sorted(sorted(unique, key=lambda e: stable_key(f"{e[0]}\t{e[1]}"))[:limit])
         complete = False
     return Edges(unique, min(len(read), scan), complete)
 
@@ -87,12 +86,17 @@ def literal_value(node: str) -> str:
     return node[1:-1] if is_literal(node) else node
 
 
+def stable_key(text: str, salt: bytes = b"") -> bytes:
+    """The sort key of every deterministic sample: a short hash, unrelated to store order."""
+    return hashlib.blake2b(text.encode(), digest_size=8, salt=salt[:16]).digest()
+
+
 def stable_sample(items: Iterable[str], limit: int | None) -> list[str]:
     """Up to `limit` items, the same ones on every run (ordered by a hash, not by store order)."""
     unique = sorted(set(items))
     if limit is None or len(unique) <= limit:
         return unique
-    return sorted(unique, key=lambda x: hashlib.blake2b(x.encode(), digest_size=8).digest())[:limit]
+    return sorted(unique, key=stable_key)[:limit]
 
 
 class KnowledgeGraph(Protocol):

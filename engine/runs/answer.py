@@ -65,6 +65,8 @@ def stamp_gold(record: AnswerRecord, question: Question) -> AnswerRecord:
         gold["relations"] = list(question.gold_relations)
     if gold:
         record.extra = {**record.extra, "gold": gold}
-    scored = score_record(record.to_dict()) if question.answers else None
+    fields = {"answers": record.answers, "prediction": record.prediction, "predictions": record.predictions,
+              "extra": record.extra, "paths": record.paths}  # what score_record reads
+    scored = score_record(fields) if question.answers else None
     record.correct = scored.to_dict() if scored is not None else {}
     return record

@@ -115,10 +115,13 @@ def method_configs(methods: list[str], settings: list[str]) -> dict[str, dict[st
     if unknown:
         raise InputError(f"unknown method {', '.join(unknown)}; choose from {', '.join(known)}")
     try:
-        overrides = registry.parse_settings(methods, settings)
+        overrides = registry.parse_settings(methods, settings)  # its messages name the --set
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    try:
         return {m: registry.resolve_config(m, overrides[m]) for m in methods}
     except ValueError as exc:
-        raise InputError(f"--set: {exc}" if not str(exc).startswith("--set") else str(exc)) from None
+        raise InputError(f"--set: {exc}") from None
 
 
 # ---- question selection --------------------------------------------------------------------

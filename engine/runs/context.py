@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from engine.access.documents import ParquetDocumentStore
@@ -31,12 +34,8 @@ def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True,
     entities = EntityTable.open(paths)  # first: a clear error when the folder is no index
     kg = open_kg(Path(index), kg_endpoint)
     model = open_llm(llm, cache=cache) if llm is None or isinstance(llm, str) else llm
-    docs: dict[str, DocumentStore] = {}
-
-    def open_docs() -> DocumentStore:
-        if "docs" not in docs:
-            docs["docs"] = ParquetDocumentStore(paths)
-        return docs["docs"]
+    # one store for the context and for the embedder it carries
+    open_docs: Callable[[], DocumentStore] = functools.cache(partial(ParquetDocumentStore, paths))
 
     def open_embedder() -> Embedder:
         """The index's embedding model, or the packaged default when it has no vectors."""

@@ -99,7 +99,7 @@ def _bucket(ratio: float) -> str:
 
 def explored_relations(record: dict[str, Any]) -> list[str]:
     """Relation ids and labels along a record's KG evidence paths."""
-    return _explored(p for p in record.get("paths") or [] if isinstance(p, dict) and p.get("source", "kg") == "kg")
+    return _explored(record.get("paths") or [])
 
 
 def score_method(method: str, records: list[dict[str, Any]], expected: list[str] | None,
