@@ -155,6 +155,9 @@ def test_expected_values_are_written_in_their_readme_phrase() -> None:
     for entry in load_entries(DEFAULT_FILE):
         if "ci" in entry.subset:
             continue  # the tiny model's numbers are not quoted in the README
+        if entry.metric == "cache_hit_rate":  # the README gives the calls ("1,597 of its 1,598"), rows the rates
+            assert "cache hits" in entry.readme, entry.id
+            continue
         form_of = forms.get(entry.metric) or (counts if entry.metric == "ungrounded_rejected"
                                               or entry.metric.startswith("stops.") else None)
         assert form_of is not None, f"{entry.id}: no README form known for {entry.metric}"
