@@ -75,9 +75,23 @@ class ResponseCache:
             self.path, timeout=busy_timeout_s, check_same_thread=False, isolation_level=None
         )
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        self._db.execute("PRAGMA journal_mode = WAL")
+        self._enable_wal(busy_timeout_s)
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute(_SCHEMA)
+
+    def _enable_wal(self, timeout_s: float) -> None:
+        """Switch to WAL. SQLite may answer "database is locked" at once, without waiting, when
+        several processes open a new file together (the switch needs an exclusive lock, and the
+        busy handler is skipped to avoid a deadlock), so the switch is retried until the timeout."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
