@@ -79,7 +79,37 @@ def _pair(values: tuple[str, ...], sources: tuple[str, ...], option: str, defaul
     return list(values)
 
 
+def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """`index --config FILE`: the recipe's values become the defaults of the command's other
+    options, so that options given on the command line override them (index/recipe.py)."""
+    if value is None:
+        return None
+    from index.recipe import OptionShape, read_recipe
+
+    options = [p for p in ctx.command.params if isinstance(p, click.Option) and p.expose_value and p is not param]
+    shapes: dict[str, OptionShape] = {}
+    for option in options:
+        shape = OptionShape(str(option.name), option.multiple, isinstance(option.type, click.Path))
+        shapes.update({name[2:]: shape for name in option.opts if name.startswith("--")} | {shape.name: shape})
+    recipe = run_guarded(read_recipe, value, shapes)
+    for option in options:
+        if option.name in recipe.values:
+            try:
+                option.type_cast_value(ctx, recipe.values[option.name])
+            except click.ClickException as exc:
+                fail(f"{recipe.path}: key {option.opts[-1].lstrip('-')!r}: {exc.format_message()}")
+    ctx.default_map = {**(ctx.default_map or {}), **recipe.values}
+    ctx.meta["localkg.recipe"] = recipe.record()
+    return value
+
+
 @main.command("index")
+@click.option(
+    "--config", "config", type=click.Path(dir_okay=False, path_type=Path), default=None, is_eager=True,
+    expose_value=False, callback=_recipe_defaults,
+    help="Build what this TOML recipe describes (keys: the long names of these options; [[kg]] / [[docs]] "
+    "tables of path, format, collection; relative paths from the file's folder). Options given here override it.",
+)
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Index folder to create or update.")
 @click.option("--kg", "kg", multiple=True, type=click.Path(path_type=Path), help="KG source file (or MetaQA folder). Repeatable.")
 @click.option(
@@ -101,6 +131,11 @@ def _pair(values: tuple[str, ...], sources: tuple[str, ...], option: str, defaul
     type=click.Choice(["wiki", "web", "domain"]),
     help="Collection of each --docs: wiki (entity pages), web (free text), domain (entity-linked). Default: wiki.",
 )
+@click.option(
+    "--docs-map", "docs_map", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="CSV with the header file,entity[,title]: the entity (IRI, Q42, or a KG entity's label) of each document "
+    "file of a `files` source, paths relative to the CSV. Repeatable. Files may also say `entity:` in front matter.",
+)
 @click.option("--languages", default=None, help="Comma-separated languages kept for labels and literals. Default: en.")
 @click.option("--kg-keep", type=click.FloatRange(0.0, 1.0), default=None, help="Keep this seeded fraction of KG facts (incomplete-KG experiments). Default: 1.")
 @click.option("--seed", type=int, default=None, help="Seed for --kg-keep. Default: 0.")
@@ -114,6 +149,10 @@ def _pair(values: tuple[str, ...], sources: tuple[str, ...], option: str, defaul
     "`none` drops none). Names, aliases and descriptions are never dropped. Default: "
     + ", ".join(__import__("ingest.freebase", fromlist=["FREEBASE_DROP_PREFIXES"]).FREEBASE_DROP_PREFIXES),
 )
+@click.option("--keep-external-ids/--no-keep-external-ids", default=None, help="Wikidata: keep the statements of external-identifier properties (VIAF, GND... ids) as facts. Default: left out, and counted in the summary.")
+@click.option("--header/--no-header", "tsv_header", default=None, help="TSV/CSV: the first row is (or is not) a header row of column names. Default: detected (head,relation,tail / subject,predicate,object / source,relation,target...).")
+@click.option("--delimiter", "tsv_delimiter", default=None, metavar="SEP", help="TSV/CSV field separator: tab, comma, semicolon, pipe or any one character. Default: comma for .csv, else tab.")
+@click.option("--allow-empty/--no-allow-empty", default=None, help="Build even when a KG source yields no fact and no label (the build fails otherwise, naming the source and why). Default: off.")
 @click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters. Default: 1000.")
 @click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters. Default: 150.")
 @click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
@@ -145,6 +184,11 @@ def index_cmd(
     faiss_kind: str | None,
     replace_sources: bool,
     rebuild: bool,
+    keep_external_ids: bool | None = None,
+    tsv_header: bool | None = None,
+    tsv_delimiter: str | None = None,
+    allow_empty: bool | None = None,
+    docs_map: tuple[Path, ...] = (),
 ) -> None:
     """Build or update an index folder from KG dumps and document collections.
 
@@ -181,12 +225,17 @@ def index_cmd(
         "dropped_as_docs": dropped_as_docs,
         "kg_as_docs": kg_as_docs,
         "freebase_drop": (() if freebase_drop == ("none",) else freebase_drop) if freebase_drop else None,
+        "keep_external_ids": keep_external_ids,
+        "tsv_header": None if tsv_header is None else ("yes" if tsv_header else "no"),
+        "tsv_delimiter": tsv_delimiter,
+        "allow_empty": allow_empty,
     }
     doc_options = {
         "chunk_size": chunk_size,
         "chunk_overlap": chunk_overlap,
         "embed_model": str(embed_model) if embed_model else None,  # made absolute by build_index
         "faiss_kind": faiss_kind,
+        "docs_map": tuple(str(p.resolve()) for p in docs_map) if docs_map else None,
     }
     report = run_guarded(
         build_index,
@@ -197,6 +246,7 @@ def index_cmd(
         {k: v for k, v in doc_options.items() if v is not None},
         replace_sources=replace_sources,
         rebuild=rebuild,
+        recipe=click.get_current_context().meta.get("localkg.recipe"),
     )
     if report.inherited:
         click.echo("options of the previous build: " + ", ".join(f"{k}={v}" for k, v in report.inherited.items()))
@@ -211,6 +261,11 @@ def index_cmd(
     click.echo("  " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
     if report.rejects:
         click.echo(f"  {report.rejects:,} rejected input records: see {out / 'rejects.jsonl'}")
+    if "kg" in report.ran:
+        from index.kg_stage import kg_summary_lines
+
+        for line in kg_summary_lines(report.stage_counts.get("kg", {})):
+            click.echo(line)
 
 # --------------------------------------------------------------------------------------------
 # kg (foundation)
@@ -251,7 +306,9 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
         "triples": counts["triples"],
         "entities": counts["entities"],
         "relations": counts["relations"],
-        "rejects": manifest.get("counts", {}).get("rejects", 0),
+        # rejects of the KG sources only; the documents stage's are counted apart
+        "rejects": sum(source.get("rejects", 0) for source in counts.get("sources", [])),
+        "document_rejects": manifest.get("stages", {}).get("docs", {}).get("counts", {}).get("rejects", 0),
         "filtered": counts.get("filtered", {}),
         "sources": counts.get("sources", []),
     }
@@ -263,6 +320,12 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
     click.echo(f"{index}: {stats['triples']:,} fact triples, {stats['entities']:,} entities, {stats['relations']:,} relations, {stats['rejects']:,} rejects")
     for source in stats["sources"]:
         click.echo(f"  {source['path']} ({source['format']}): {source['facts_read']:,} facts read, {source['rejects']:,} rejected")
+    from index.kg_stage import kg_summary_lines
+
+    for line in kg_summary_lines(counts)[:0] + [ln for ln in kg_summary_lines(counts) if not ln.startswith("  kg ")]:
+        click.echo(line)
+    if stats["document_rejects"]:
+        click.echo(f"  (documents: {stats['document_rejects']:,} rejected records, not KG rejects: see `docs stats`)")
 
 
 def _resolve_entity(index: Path, name: str) -> tuple[Any, str]:
@@ -361,7 +424,7 @@ def kg_sparql_cmd(index: Path | None, kg_endpoint: str | None, query: str) -> No
         fail("give --index or --kg-endpoint")
     kg = run_guarded(OxigraphKG.open, IndexPaths(index))
     try:
-        result = kg.sparql(query)
+        result = run_guarded(kg.sparql, query)  # a query that could fetch anything: exit 2
     except (SyntaxError, ValueError, OSError) as exc:
         fail(f"SPARQL query failed (queries only; the store is opened read-only): {str(exc).splitlines()[0]}")
     if isinstance(result, ox.QueryBoolean):
@@ -624,11 +687,13 @@ def methods_cmd(as_json: bool, plugins: tuple[str, ...]) -> None:
               help="Topic entity (id or name) instead of linking. Repeatable.")
 @_kg_endpoint_option
 @_plugin_option
-@click.option("--json", "as_json", is_flag=True, help="Print the answer record as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer record as JSON (with every call's prompts and raw reply).")
+@click.option("--trace", "--verbose", "-v", "trace", is_flag=True,
+              help="Print every LLM call's messages and raw reply as it happens (to stderr).")
 @click.argument("question")
 def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings: tuple[str, ...],
             topics: tuple[str, ...], kg_endpoint: str | None, plugins: tuple[str, ...], as_json: bool,
-            question: str) -> None:
+            trace: bool, question: str) -> None:
     """Answer QUESTION with one method; print the answer and the reasoning paths.
 
     \b
@@ -636,6 +701,7 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
       python cli.py ask --index data/indexes/metaqa "what movies did [Temuera Morrison] act in"
       python cli.py ask --index data/indexes/metaqa --method tog-r --set depth=2 "who directed Heat"
       python cli.py ask --index data/indexes/metaqa --method io --json "who directed Heat"
+      python cli.py ask --index data/indexes/demo --method rag --set abstain=true --trace "..."
     """
     from engine.methods import registry
     from engine.questions.record import Question
@@ -651,9 +717,12 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
     except ValueError as exc:
         fail(str(exc))
     ctx = run_guarded(open_context, index, llm, cache=not no_cache, kg_endpoint=kg_endpoint)
+    from engine.questions.render import call_printer
+
+    on_call = call_printer() if trace else None
     try:
         record = run_guarded(answer_question, method, Question("ask", question, topic_entities=list(topics)),
-                             ctx, overrides)
+                             ctx, overrides, on_call=on_call)
     finally:
         ctx.close()
     if kg_endpoint:

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 import pyoxigraph as ox
 
 from engine.access import sparql_escape
+from engine.access.sparql_guard import check_local_query
 from index.manifest import read_manifest
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, InputError, LocalkgError
@@ -232,7 +233,10 @@ class OxigraphKG(_GraphBase):
         return sample_edges(found, limit)
 
     def sparql(self, query: str) -> Any:
-        """Run a user's SPARQL query (read-only store: updates are refused)."""
+        """Run a user's SPARQL query (read-only store: updates are refused). A query that could
+        fetch anything (SERVICE, LOAD, ...) is refused before it reaches the store
+        (`RefusedQuery`, see engine/access/sparql_guard.py)."""
+        check_local_query(query)
         return self.store.query(query)
 
 
@@ -300,7 +304,9 @@ class SparqlEndpointKG(_GraphBase):
 
     def sparql(self, query: str) -> bool | list[dict[str, str | None]] | str:
         """Run a user's query: ASK gives a bool, SELECT rows of {variable: value or None},
-        CONSTRUCT/DESCRIBE the N-Triples text."""
+        CONSTRUCT/DESCRIBE the N-Triples text. Refused, before anything is sent, when it could
+        make the endpoint fetch something (SERVICE, LOAD, updates; see sparql_guard)."""
+        check_local_query(query)
         content_type, body = self._request(query)
         if "json" not in content_type:
             return body.decode("utf-8", errors="replace")
