@@ -8,11 +8,12 @@ import json
 import os
 import queue
 import random
+import re
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import groupby
 from pathlib import Path
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 import pyoxigraph as ox
 
 from index.paths import IndexPaths
+from ingest.errors import InputError
 from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
 from ingest.kg_readers import KgOptions, read_kg, resolved_format
 from ingest.progress import console, progress_bar
@@ -49,6 +51,7 @@ _META_GRAPH = ox.NamedNode(META_GRAPH)
 # Facts dropped by --kg-keep wait here (not in memory) until they are rendered as documents;
 # the graph is removed before the stage ends.
 _DROPPED_GRAPH = ox.NamedNode("urn:localkg:graph:dropped")
+_WIKIDATA_PROPERTY = re.compile(re.escape(WIKIDATA_ENTITY) + r"P[0-9]+")
 
 ENTITY_SCHEMA = pa.schema(
     [
@@ -72,22 +75,28 @@ class KgSource:
 
 
 def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rejects: RejectLog) -> dict[str, Any]:
-    """Load `sources` into `paths.kg` and write entities/relations tables; return counts."""
+    """Load `sources` into `paths.kg` and write entities/relations tables; return counts.
+
+    A source that yields neither a fact nor any entity metadata fails the build (InputError
+    naming the file and why its lines were skipped) unless `options.allow_empty`.
+    """
     store = ox.Store(str(paths.kg))
     rng = random.Random(options.seed)
     dropped = 0
     filtered: Counter[str] = Counter()
     degree: Counter[str] = Counter()
+    external_ids: set[str] = set()
     per_source: list[dict[str, Any]] = []
     with _StoreWriter(store) as writer:
         for source in sources:
             fmt = resolved_format(source.path, source.format)
-            loaded = 0
+            tally = _SourceTally()
             before = rejects.total
             with progress_bar(f"kg {source.path.name}", total=_input_size(source.path), unit="bytes") as bar:
                 read, started = 0, time.monotonic()
                 for batch in read_kg(source.path, fmt, options):
                     facts = batch.facts
+                    tally.facts_seen += len(facts)
                     if options.keep_fraction < 1.0:
                         facts, lost = _keep(batch, options.keep_fraction, rng)
                         writer.extend(facts)
@@ -101,18 +110,21 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
                     writer.extend(_meta_quads(batch))
                     _count_degrees(facts, degree)
                     rejects.extend(batch.rejects)
-                    filtered.update(batch.filtered)
-                    loaded += len(facts)
-                    rate = loaded / max(time.monotonic() - started, 1e-6)
-                    bar.advance(max(batch.bytes_read - read, 0), status=f"{loaded:,} facts, {rate:,.0f} facts/s")
+                    tally.add(batch, len(facts))
+                    external_ids |= batch.external_id_properties
+                    rate = tally.loaded / max(time.monotonic() - started, 1e-6)
+                    bar.advance(max(batch.bytes_read - read, 0), status=f"{tally.loaded:,} facts, {rate:,.0f} facts/s")
                     read = batch.bytes_read
-            per_source.append(
-                {"path": str(source.path), "format": fmt, "facts_read": loaded, "rejects": rejects.total - before}
-            )
-            console.print(f"[green]kg[/] {source.path}: {loaded:,} facts, {rejects.total - before:,} rejected")
+            filtered.update(tally.filtered)
+            entry = tally.entry(source.path, fmt, rejects.total - before)
+            per_source.append(entry)
+            console.print(f"[green]kg[/] {source.path}: {tally.loaded:,} facts, {rejects.total - before:,} rejected")
+            if tally.facts_seen == 0 and tally.metadata == 0 and not options.allow_empty:
+                raise InputError(empty_source_message(entry))
     store.flush()
+    removed = 0 if options.keep_external_ids else _remove_statements(store, sorted(external_ids), degree)
     console.print("[dim]computing entity and relation tables...[/]")
-    relations = _write_relations(store, paths.relations)
+    relations, unlabeled = _write_relations(store, paths.relations)
     entities = _write_entities(store, paths.entities, degree)
     counts: dict[str, Any] = {
         "triples": int(sum(relations.values())),
@@ -121,6 +133,12 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
         "filtered": dict(filtered),
         "sources": per_source,
     }
+    if external_ids or any(s["format"] in WIKIDATA_FORMATS for s in per_source):
+        statements = removed + filtered.get("external-id statement", 0)
+        counts["external_ids"] = {"properties": len(external_ids), "statements_left_out": 0 if options.keep_external_ids else statements,
+                                  "kept": options.keep_external_ids}
+    if unlabeled:
+        counts["unlabeled_relations"] = {"count": len(unlabeled), "examples": unlabeled[:5]}
     if options.keep_fraction < 1.0:
         counts["kg_keep"] = {"fraction": options.keep_fraction, "seed": options.seed, "dropped": dropped}
         if options.dropped_as_docs:
@@ -132,6 +150,113 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
         counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix="kgdoc", append=True)
     del store
     return counts
+
+
+WIKIDATA_FORMATS = ("wikidata", "wikidata-json")
+_TOP_REASONS = 10
+
+
+@dataclass
+class _SourceTally:
+    """What one source gave: facts read and kept, metadata rows, filter and reject reasons."""
+
+    facts_seen: int = 0
+    loaded: int = 0
+    metadata: int = 0
+    filtered: Counter[str] = field(default_factory=Counter)
+    reject_reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, batch: KgBatch, kept: int) -> None:
+        self.loaded += kept
+        self.metadata += len(batch.meta)
+        self.filtered.update(batch.filtered)
+        self.reject_reasons.update(r.reason for r in batch.rejects)
+
+    def entry(self, path: Path, fmt: str, rejected: int) -> dict[str, Any]:
+        return {
+            "path": str(path), "format": fmt, "facts_read": self.loaded, "rejects": rejected,
+            "metadata": self.metadata, "filtered": dict(self.filtered.most_common()),
+            "reject_reasons": dict(self.reject_reasons.most_common(_TOP_REASONS)),
+        }
+
+
+# Why a whole source can come out empty, by format and filter reason: said with the counts.
+_EMPTY_HINTS = {
+    ("freebase", "non-entity subject"): "no subject is a Freebase entity (m./g. id); the head of a Freebase dump "
+    "is its schema section (types and properties), which holds no entity facts",
+    ("wikidata", "non-entity subject"): "no subject is a Wikidata entity (wd:Q.../wd:P...)",
+    ("wikidata", "non-truthy predicate"): "no wdt: (truthy) statement was found",
+}
+
+
+def source_reasons(entry: dict[str, Any], top: int = 3) -> str:
+    """The top filter and reject reasons of one source, as `reason: count` text."""
+    reasons: Counter[str] = Counter(entry.get("filtered") or {})
+    reasons.update({f"rejected: {k}": v for k, v in (entry.get("reject_reasons") or {}).items()})
+    return ", ".join(f"{reason} {n:,}" for reason, n in reasons.most_common(top))
+
+
+def empty_source_message(entry: dict[str, Any]) -> str:
+    """The error for a source that gave no fact and no metadata, naming the file and why."""
+    reasons = source_reasons(entry) or "the file holds no triple"
+    message = f"{entry['path']}: 0 facts read ({entry['format']}): {reasons}"
+    top = next(iter(entry.get("filtered") or {}), None)
+    hint = _EMPTY_HINTS.get((entry["format"], top or ""))
+    if hint:
+        message += f" ({hint})"
+    return message + "; nothing was indexed (an existing index is unchanged); pass --allow-empty to build anyway"
+
+
+def kg_summary_lines(counts: dict[str, Any]) -> list[str]:
+    """Plain lines for the build summary: per source facts, metadata, filtered and rejected
+    lines with their top reasons; external identifiers left out; relations without a label."""
+    lines = []
+    for entry in counts.get("sources", []):
+        line = f"  kg {entry['path']} ({entry['format']}): {entry['facts_read']:,} facts, {entry['rejects']:,} rejected"
+        if entry.get("metadata"):
+            line += f", {entry['metadata']:,} metadata rows (labels, aliases, descriptions, sitelinks)"
+        if entry.get("filtered"):
+            line += f", {sum(entry['filtered'].values()):,} filtered"
+        lines.append(line)
+        if entry["facts_read"] == 0:
+            what = "no facts, metadata only" if entry.get("metadata") else "NOTHING from this source"
+            lines.append(f"    {what}: " + (source_reasons(entry) or "the file holds no triple"))
+        elif reasons := source_reasons(entry, top=5):
+            lines.append(f"    filtered/rejected: {reasons}")
+    external = counts.get("external_ids")
+    if external is not None:
+        if external["kept"]:
+            lines.append(f"  external identifiers: {external['properties']:,} properties recognised, kept as facts (--keep-external-ids)")
+        else:
+            lines.append(f"  external identifiers: {external['statements_left_out']:,} statements of {external['properties']:,} "
+                         "recognised properties left out of the fact graph (--keep-external-ids keeps them)")
+    unlabeled = counts.get("unlabeled_relations")
+    if unlabeled is not None:
+        lines.append(f"  {unlabeled['count']:,} of {counts['relations']:,} relations have no label in the dump: shown as "
+                     f"their property id ({', '.join(unlabeled['examples'])}...); add the property entities (their "
+                     "rdfs:label lines) as another --kg source to name them")
+    return lines
+
+
+def _remove_statements(store: ox.Store, predicates: list[str], degree: Counter[str]) -> int:
+    """Remove every statement of `predicates` (facts and --kg-keep's dropped facts, not metadata)
+    and take them off the degrees; return how many were removed."""
+    removed = 0
+    for predicate in predicates:
+        for graph in (ox.DefaultGraph(), _DROPPED_GRAPH):
+            quads = list(store.quads_for_pattern(None, ox.NamedNode(predicate), None, graph))
+            for quad in quads:
+                store.remove(quad)
+                if graph == _DROPPED_GRAPH:
+                    continue
+                removed += 1
+                for term in (quad.subject, quad.object):
+                    if not isinstance(term, ox.Literal):
+                        key = _term_id(term)
+                        degree[key] -= 1
+                        if degree[key] <= 0:
+                            del degree[key]
+    return removed
 
 
 def remove_doc_ids(entities: Path) -> None:
@@ -252,17 +377,22 @@ def _meta_rows(store: ox.Store) -> dict[str, dict[str, Any]]:
     return rows
 
 
-def _write_relations(store: ox.Store, path: Path) -> dict[str, int]:
+def _write_relations(store: ox.Store, path: Path) -> tuple[dict[str, int], list[str]]:
+    """Write relations.parquet; return the triple count per relation and the ids of the
+    Wikidata properties that have no label in the store (shown by their id)."""
     counts = {
         row["p"].value: int(row["n"].value)
         for row in store.query("SELECT ?p (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY ?p")  # type: ignore[union-attr]
     }
     labels = {}
+    unlabeled = []
     for iri in counts:
         label = None
         if iri.startswith(WIKIDATA_DIRECT):
             prop = ox.NamedNode(WIKIDATA_ENTITY + iri[len(WIKIDATA_DIRECT) :])
             label = next(iter(store.quads_for_pattern(prop, _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
+            if label is None:
+                unlabeled.append(iri[len(WIKIDATA_DIRECT) :])
         else:
             label = next(iter(store.quads_for_pattern(ox.NamedNode(iri), _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
         labels[iri] = label.object.value if label is not None else readable_relation(iri)
@@ -271,12 +401,13 @@ def _write_relations(store: ox.Store, path: Path) -> dict[str, int]:
         {"id": ids, "label": [labels[i] for i in ids], "count": [counts[i] for i in ids]}, schema=RELATION_SCHEMA
     )
     pq.write_table(table, path)
-    return counts
+    return counts, sorted(unlabeled, key=lambda p: (len(p), p))
 
 
 def _write_entities(store: ox.Store, path: Path, degree: Counter[str]) -> int:
     meta = _meta_rows(store)
-    ids = sorted(set(degree) | set(meta))
+    # A Wikidata property named in the dump but in no fact is a relation, not an entity.
+    ids = sorted(set(degree) | {e for e in meta if e in degree or not _WIKIDATA_PROPERTY.fullmatch(e)})
     empty = {"label": None, "aliases": [], "description": None, "wikipedia_title": None}
     columns: dict[str, list[Any]] = {name: [] for name in ENTITY_SCHEMA.names}
     for entity in ids:
@@ -305,11 +436,20 @@ def _write_dropped_docs(
         found = next(iter(store.quads_for_pattern(term, _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
         return found.object.value if found is not None else readable_relation(_term_id(term))
 
+    @lru_cache(maxsize=100_000)
+    def relation(iri: str) -> str:
+        if iri.startswith(WIKIDATA_DIRECT):  # a Wikidata property is named by its entity's label
+            prop = ox.NamedNode(WIKIDATA_ENTITY + iri[len(WIKIDATA_DIRECT) :])
+            found = next(iter(store.quads_for_pattern(prop, _META_PREDICATE[LABEL], None, _META_GRAPH)), None)
+            if found is not None:
+                return str(found.object.value)
+        return readable_relation(iri)
+
     written = 0
     with path.open("a" if append else "w", encoding="utf-8") as fh:
         for head, quads in groupby(facts, key=lambda q: q.subject):
             sentences = [
-                f"{label(head)} {readable_relation(q.predicate.value)} "
+                f"{label(head)} {relation(q.predicate.value)} "
                 f"{q.object.value if isinstance(q.object, ox.Literal) else label(q.object)}."
                 for q in quads
             ]

@@ -26,5 +26,9 @@ class KgBatch:
     meta: list[tuple[str, str, str]] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
     filtered: Counter[str] = field(default_factory=Counter)
+    # Wikidata direct-claim predicates (wdt:P...) seen to be external identifiers in this slice
+    # (a property declaration, a `wdtn:` value or the JSON dump's datatype): the KG stage removes
+    # their facts once every source is read, unless asked to keep them.
+    external_id_properties: set[str] = field(default_factory=set)
     lines: int = 0
     bytes_read: int = 0

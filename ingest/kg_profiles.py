@@ -5,6 +5,7 @@ A profile sees already-parsed quads (validated by pyoxigraph), so it only filter
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -19,12 +20,19 @@ from ingest.terms import (
     RDFS_LABEL,
     SCHEMA_ABOUT,
     SCHEMA_DESCRIPTION,
+    SCHEMA_NAME,
     SKOS_ALT_LABEL,
+    WIKIBASE_EXTERNAL_ID,
+    WIKIBASE_PROPERTY_TYPE,
     WIKIDATA_DIRECT,
+    WIKIDATA_DIRECT_NORMALIZED,
     WIKIDATA_ENTITY,
 )
 
 DEFAULT_GRAPH = ox.DefaultGraph()
+_PROPERTY_ID = re.compile(r"P[0-9]+")
+# Not a fact, but not filtered either: routed to the entity's metadata (not counted).
+_METADATA = ""
 _META_PREDICATES = {RDFS_LABEL: LABEL, SKOS_ALT_LABEL: ALIAS, SCHEMA_DESCRIPTION: DESCRIPTION}
 _META_PREDICATE_BYTES = tuple(f"<{iri}>".encode() for iri in _META_PREDICATES)
 
@@ -151,15 +159,24 @@ class WikidataProfile:
 
     `wdt:` edges between entities and `wdt:` literals are facts; statement, qualifier, reference
     and value nodes are skipped; labels/aliases/descriptions in the chosen languages become
-    metadata; `<https://LANG.wikipedia.org/wiki/T> schema:about wd:Q` becomes a sitelink.
+    metadata (a property's label, `wd:P569 rdfs:label "date of birth"`, names its `wdt:P569`
+    relation); `<https://LANG.wikipedia.org/wiki/T> schema:about wd:Q` becomes a sitelink.
+
+    External-identifier properties are recognised from the dump itself: a declaration
+    `wd:P214 wikibase:propertyType wikibase:ExternalId`, or a `wdtn:P214` (normalised) value,
+    which Wikibase writes only for external identifiers. Their `wdt:` statements are left out
+    once known (unless `keep_external_ids`); the ones read before the property was recognised
+    are removed by the KG stage, which gets the properties in `KgBatch.external_id_properties`.
     """
 
     languages: frozenset[str] = frozenset({"en"})
+    keep_external_ids: bool = False
+    external_ids: set[str] = field(default_factory=set)
 
     all_facts = staticmethod(_never_all_facts)
 
     def route(self, quads: Iterable[ox.Quad], batch: KgBatch) -> None:
-        ent, direct = WIKIDATA_ENTITY, WIKIDATA_DIRECT
+        ent = WIKIDATA_ENTITY
         sites = tuple(f"https://{lang}.wikipedia.org/wiki/" for lang in sorted(self.languages))
         for quad in quads:
             subject = quad.subject.value
@@ -177,27 +194,49 @@ class WikidataProfile:
                 batch.filtered["non-entity subject"] += 1
                 batch.not_facts.append(quad)
                 continue
-            kind = _META_PREDICATES.get(predicate)
-            if kind is not None:
-                if isinstance(obj, ox.Literal) and _lang_ok(obj, self.languages):
-                    batch.meta.append((kind, subject, obj.value))
-                else:
-                    batch.filtered["other-language metadata"] += 1
-                batch.not_facts.append(quad)
-                continue
-            if not predicate.startswith(direct):
-                batch.filtered["non-truthy predicate"] += 1
-                batch.not_facts.append(quad)
-                continue
-            if isinstance(obj, ox.Literal):
-                if not _lang_ok(obj, self.languages):
-                    batch.filtered["other-language literal"] += 1
-                    batch.not_facts.append(quad)
-                    continue
-            elif not obj.value.startswith(ent):
-                batch.filtered["non-entity object"] += 1
+            reason = self._route_entity_quad(quad, batch)
+            if reason is not None:
+                if reason != _METADATA:
+                    batch.filtered[reason] += 1
                 batch.not_facts.append(quad)
                 continue
             if quad.graph_name != DEFAULT_GRAPH:
                 quad = ox.Quad(quad.subject, quad.predicate, quad.object)
             batch.facts.append(quad)
+
+    def _route_entity_quad(self, quad: ox.Quad, batch: KgBatch) -> str | None:
+        """None when `quad` (about an entity) is a fact; else why not (metadata is added here)."""
+        subject, predicate, obj = quad.subject.value, quad.predicate.value, quad.object
+        kind = _META_PREDICATES.get(predicate)
+        if kind is None and predicate == SCHEMA_NAME and _is_property(subject):
+            kind = LABEL  # the Turtle dump names a property by rdfs:label and schema:name
+        if kind is not None:
+            if isinstance(obj, ox.Literal) and _lang_ok(obj, self.languages):
+                batch.meta.append((kind, subject, obj.value))
+                return _METADATA
+            return "other-language metadata"
+        if predicate == WIKIBASE_PROPERTY_TYPE:
+            if obj.value == WIKIBASE_EXTERNAL_ID and _is_property(subject):
+                self._learn_external_id(WIKIDATA_DIRECT + subject[len(WIKIDATA_ENTITY) :], batch)
+            return "property declaration"
+        if predicate.startswith(WIKIDATA_DIRECT_NORMALIZED):
+            self._learn_external_id(WIKIDATA_DIRECT + predicate[len(WIKIDATA_DIRECT_NORMALIZED) :], batch)
+            return "normalised external-id value"
+        if not predicate.startswith(WIKIDATA_DIRECT):
+            return "non-truthy predicate"
+        if predicate in self.external_ids and not self.keep_external_ids:
+            return "external-id statement"
+        if isinstance(obj, ox.Literal):
+            if not _lang_ok(obj, self.languages):
+                return "other-language literal"
+        elif not obj.value.startswith(WIKIDATA_ENTITY):
+            return "non-entity object"
+        return None
+
+    def _learn_external_id(self, direct_claim: str, batch: KgBatch) -> None:
+        self.external_ids.add(direct_claim)
+        batch.external_id_properties.add(direct_claim)
+
+
+def _is_property(iri: str) -> bool:
+    return iri.startswith(WIKIDATA_ENTITY) and _PROPERTY_ID.fullmatch(iri[len(WIKIDATA_ENTITY) :]) is not None

@@ -13,8 +13,8 @@ from ingest.freebase import FREEBASE_DROP_PREFIXES, mend_freebase_line
 from ingest.kg_batch import KgBatch
 from ingest.kg_profiles import FreebaseProfile, GenericProfile, WikidataProfile
 from ingest.rdf_reader import read_line_rdf, read_turtle
-from ingest.sources import STREAM_ERRORS, check_file, open_input
-from ingest.tsv import read_metaqa, read_tsv
+from ingest.sources import STREAM_ERRORS, check_text, open_input
+from ingest.tsv import HEADER_CHOICES, read_metaqa, read_tsv, tsv_delimiter
 from ingest.wikidata_json import read_wikidata_json
 
 KG_FORMATS = ("auto", "ntriples", "nquads", "turtle", "freebase", "wikidata", "wikidata-json", "tsv", "metaqa")
@@ -33,12 +33,24 @@ class KgOptions:
     kg_as_docs: bool = False
     # Freebase predicates dropped by local-name prefix (the `freebase` format only).
     freebase_drop: tuple[str, ...] = FREEBASE_DROP_PREFIXES
+    # Wikidata: keep the statements of external-identifier properties (VIAF, GND... ids) as facts.
+    keep_external_ids: bool = False
+    # TSV/CSV: a header row is "auto"-detected, always present ("yes") or absent ("no");
+    # fields are split on `tsv_delimiter` ("auto": comma for .csv, else tab).
+    tsv_header: str = "auto"
+    tsv_delimiter: str = "auto"
+    # Build even when a source yields no fact and no metadata (the build fails otherwise).
+    # A check, not an output: left out of the stage fingerprint.
+    allow_empty: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.keep_fraction <= 1.0:
             raise InputError(f"--kg-keep must be between 0 and 1 (got {self.keep_fraction})")
         if any(not prefix.strip() for prefix in self.freebase_drop):
             raise InputError("--freebase-drop: a prefix must not be empty (it would drop every predicate)")
+        if self.tsv_header not in HEADER_CHOICES:
+            raise InputError(f"--header: must be one of {', '.join(HEADER_CHOICES)} (got {self.tsv_header!r})")
+        tsv_delimiter(Path("x.tsv"), self.tsv_delimiter)  # raises InputError on a bad delimiter
 
 
 def _base_suffix(path: Path) -> str:
@@ -52,7 +64,7 @@ def detect_kg_format(path: Path) -> str:
         if (path / "entities.dict").exists() and (path / "relations.dict").exists():
             return "metaqa"
         raise InputError(f"{path}: is a directory and not a MetaQA KB folder; pass a file or --kg-format")
-    check_file(path)
+    check_text(path)
     suffix = _base_suffix(path)
     stream, _ = open_input(path)
     try:
@@ -83,11 +95,11 @@ def read_kg(path: Path, fmt: str, options: KgOptions) -> Iterator[KgBatch]:
         fmt = detect_kg_format(path)
     if fmt == "metaqa":
         return read_metaqa(path)
-    check_file(path)
+    check_text(path)
     if fmt == "tsv":
-        return read_tsv(path)
+        return read_tsv(path, options.tsv_header, options.tsv_delimiter)
     if fmt == "wikidata-json":
-        return read_wikidata_json(path, options.languages)  # order = label priority
+        return read_wikidata_json(path, options.languages, options.keep_external_ids)  # order = label priority
     if fmt == "ntriples":
         return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, GenericProfile(languages))
     if fmt == "nquads":
@@ -98,9 +110,10 @@ def read_kg(path: Path, fmt: str, options: KgOptions) -> Iterator[KgBatch]:
     if fmt == "turtle":
         return read_turtle(path, GenericProfile(languages))
     if fmt == "wikidata":
+        wikidata = WikidataProfile(languages, options.keep_external_ids)
         if _base_suffix(path) in ("nt", "nq"):
-            return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, WikidataProfile(languages))
-        return read_turtle(path, WikidataProfile(languages))
+            return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, wikidata)
+        return read_turtle(path, wikidata)
     raise InputError(f"{path}: unknown KG format {fmt!r}; choose one of {', '.join(KG_FORMATS)}")
 
 

@@ -32,6 +32,26 @@ def check_file(path: Path) -> Path:
     return path
 
 
+def check_text(path: Path, probe_bytes: int = 8192) -> Path:
+    """`check_file`, and the first `probe_bytes` (after decompression) hold no NUL byte: a text
+    dump never does, a binary file (an image, a database, a model) almost always does."""
+    check_file(path)
+    stream, _ = open_input(path)
+    try:
+        head = stream.read(probe_bytes)
+    except STREAM_ERRORS as exc:
+        raise InputError(f"{path}: compressed stream is truncated or corrupt ({exc})") from exc
+    finally:
+        stream.close()
+    if b"\x00" in head:
+        offset = head.index(b"\x00")
+        raise InputError(
+            f"{path}: is a binary file, not a text dump (a NUL byte at offset {offset}); "
+            "give an RDF, JSON or TSV/CSV file in UTF-8 (plain, .gz or .bz2)"
+        )
+    return path
+
+
 class CountingReader(io.RawIOBase):
     """Wraps the raw file so progress can report compressed bytes read out of the file size."""
 

@@ -17,6 +17,12 @@ META_GRAPH = "urn:localkg:graph:meta"
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
 WIKIDATA_ENTITY = "http://www.wikidata.org/entity/"
 WIKIDATA_DIRECT = "http://www.wikidata.org/prop/direct/"
+# `wdtn:` (truthy value normalised to an IRI): Wikibase writes it only for external-identifier
+# properties that have a "formatter URI for RDF resource" (P1921).
+WIKIDATA_DIRECT_NORMALIZED = "http://www.wikidata.org/prop/direct-normalized/"
+WIKIBASE_PROPERTY_TYPE = "http://wikiba.se/ontology#propertyType"
+WIKIBASE_EXTERNAL_ID = "http://wikiba.se/ontology#ExternalId"
+SCHEMA_NAME = "http://schema.org/name"
 
 MINTED_ENTITY = "https://localkg.example/entity/"
 MINTED_RELATION = "https://localkg.example/relation/"
@@ -45,11 +51,15 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 def readable_relation(iri: str) -> str:
     """A readable label for a relation IRI when the data gives none.
 
-    Freebase keeps its dotted path (`film.film.directed_by`), the form ToG prompts use; other
-    vocabularies become words (`subsidiary_of` -> `subsidiary of`, `birthPlace` -> `birth place`).
+    Freebase keeps its dotted path (`film.film.directed_by`), the form ToG prompts use; a
+    Wikidata property whose label is not in the dump keeps its id in upper case (`P569`, as
+    Wikidata itself shows an unlabeled property); other vocabularies become words
+    (`subsidiary_of` -> `subsidiary of`, `birthPlace` -> `birth place`).
     """
     if iri.startswith(FREEBASE_NS):
         return iri[len(FREEBASE_NS) :]
+    if iri.startswith(WIKIDATA_DIRECT):
+        return iri[len(WIKIDATA_DIRECT) :]
     name = local_name(iri)
     return _CAMEL.sub(" ", name).replace("_", " ").strip().lower() or iri
 

@@ -1,6 +1,10 @@
 """Name-based triple files: `head<TAB>relation<TAB>tail` (PathQuestion KBs, domain TSV/CSV) and
 MetaQA's ID-dict form (`entities.dict`, `relations.dict`, id triples).
 
+A header row (`head,relation,tail`, `subject,predicate,object`, `source,relation,target`...) is
+recognised by its column names and skipped, never loaded as a fact; `header="yes"`/`"no"`
+forces it. Fields are split on a tab, or by the csv module (quoting) for any other delimiter.
+
 Stable IRIs are minted from names and the names become labels. A `<rel>_reverse` triple is stored
 once, as `<tail> <rel> <head>`: the KG is queried in both directions.
 """
@@ -21,6 +25,16 @@ from ingest.sources import check_file, iter_lines
 from ingest.terms import mint_entity, mint_relation
 
 REVERSE_SUFFIX = "_reverse"
+HEADER_CHOICES = ("auto", "yes", "no")
+DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+# Column names of a header row: the middle one names the relation, and the first or the last
+# names the head or tail. Real facts (`abraham_lincoln<TAB>children<TAB>...`) do not match.
+_HEAD_NAMES = frozenset({"head", "subject", "source", "from", "src", "s", "h", "entity", "entity1", "head_entity",
+                         "subject_entity", "source_entity", "start", "node1", "company"})
+_RELATION_NAMES = frozenset({"relation", "predicate", "rel", "relationship", "relation_type", "property", "edge",
+                             "edge_type", "link", "type", "p", "r", "label"})
+_TAIL_NAMES = frozenset({"tail", "object", "target", "to", "dst", "o", "t", "value", "entity2", "tail_entity",
+                         "object_entity", "target_entity", "end", "node2"})
 
 
 class _Minter:
@@ -52,11 +66,19 @@ class _Minter:
         )
 
 
-def read_tsv(path: Path) -> Iterator[KgBatch]:
-    """Read `head<TAB>relation<TAB>tail` lines (or comma-separated for `.csv` files)."""
+def read_tsv(path: Path, header: str = "auto", delimiter: str = "auto") -> Iterator[KgBatch]:
+    """Read `head<SEP>relation<SEP>tail` lines: tab-separated, or comma-separated for `.csv`
+    files, unless `delimiter` names another (`tab`, `comma`, `;`, `|`, any one character).
+
+    `header`: "auto" skips a first row whose fields are column names (counted as filtered
+    "header row"), "yes" always skips the first row, "no" never does.
+    """
     name = str(path)
     minter = _Minter()
-    delimiter = "," if path.suffix.lower() == ".csv" else "\t"
+    sep = tsv_delimiter(path, delimiter)
+    if header not in HEADER_CHOICES:
+        raise InputError(f"header must be one of {', '.join(HEADER_CHOICES)} (got {header!r})")
+    first_row = True
     for first_line, lines, bytes_read in iter_lines(path):
         batch = KgBatch(lines=len(lines), bytes_read=bytes_read)
         for offset, raw in enumerate(lines):
@@ -65,14 +87,21 @@ def read_tsv(path: Path) -> Iterator[KgBatch]:
                 text = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
                 batch.rejects.append(Reject(name, line_no, f"invalid UTF-8 at byte {exc.start}", raw.decode("utf-8", "replace")))
+                first_row = False
                 continue
             if not text.strip():
                 continue
             try:
-                fields = _split(text, delimiter)
+                fields = _split(text.lstrip("\ufeff") if first_row else text, sep)
             except csv.Error as exc:
                 batch.rejects.append(Reject(name, line_no, f"malformed CSV ({exc})", text))
+                first_row = False
                 continue
+            if first_row:
+                first_row = False
+                if header == "yes" or (header == "auto" and looks_like_header(fields)):
+                    batch.filtered["header row"] += 1
+                    continue
             if len(fields) != 3 or not all(fields):
                 batch.rejects.append(Reject(name, line_no, f"expected 3 non-empty fields, got {len(fields)}", text))
                 continue
@@ -80,9 +109,36 @@ def read_tsv(path: Path) -> Iterator[KgBatch]:
         yield batch
 
 
+def tsv_delimiter(path: Path, delimiter: str = "auto") -> str:
+    """The field separator: by extension for "auto" (`.csv` -> comma, else tab), else the named
+    or given single character."""
+    if delimiter == "auto":
+        return "," if _base_suffix(path) == "csv" else "\t"
+    sep = DELIMITER_NAMES.get(delimiter.lower(), delimiter)
+    if len(sep) != 1 or sep in "\r\n\"":
+        raise InputError(
+            f"delimiter must be one character or one of {', '.join(n for n in DELIMITER_NAMES if n.isalpha())} (got {delimiter!r})"
+        )
+    return sep
+
+
+def looks_like_header(fields: list[str]) -> bool:
+    """Whether a first row names columns: three fields, the middle one a relation column name and
+    the first or last a head or tail column name (`head,relation,tail`, `source,relation,target`)."""
+    if len(fields) != 3:
+        return False
+    head, relation, tail = (f.strip().lower().replace(" ", "_").replace("-", "_") for f in fields)
+    return relation in _RELATION_NAMES and (head in _HEAD_NAMES or tail in _TAIL_NAMES)
+
+
+def _base_suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2")]
+    return suffixes[-1].lstrip(".") if suffixes else ""
+
+
 def _split(text: str, delimiter: str) -> list[str]:
-    """The stripped fields of one line (CSV quoting rules for comma-separated files)."""
-    fields = next(csv.reader(io.StringIO(text), delimiter=delimiter)) if delimiter == "," else text.split("\t")
+    """The stripped fields of one line (CSV quoting rules for any delimiter but a tab)."""
+    fields = text.split("\t") if delimiter == "\t" else next(csv.reader(io.StringIO(text), delimiter=delimiter))
     return [f.strip() for f in fields]
 
 

@@ -3,7 +3,9 @@
 Main snaks whose value is an entity become `wdt:` edges; other values (strings, times, quantities,
 monolingual text) become literal attributes. Deprecated statements are skipped and, where a
 property has preferred statements, only those are kept (the truthy view). Labels, aliases,
-descriptions and sitelinks in the chosen languages become metadata.
+descriptions and sitelinks in the chosen languages become metadata; a property entity's
+(`"id": "P569"`) label names its relation. Statements of external-identifier properties (the
+snak's `"datatype": "external-id"`) are left out unless `keep_external_ids`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ingest.sources import iter_lines
 from ingest.terms import WIKIDATA_DIRECT, WIKIDATA_ENTITY
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
+EXTERNAL_ID = "external-id"
 # Exceptions that mean "this entity's JSON has an unexpected shape" while routing it.
 _SHAPE_ERRORS = (KeyError, TypeError, AttributeError, ValueError)
 
@@ -33,9 +36,11 @@ class _Routed:
     facts: list[ox.Quad] = field(default_factory=list)
     meta: list[tuple[str, str, str]] = field(default_factory=list)
     no_value: int = 0
+    external_ids: set[str] = field(default_factory=set)
+    external_id_statements: int = 0
 
 
-def read_wikidata_json(path: Path, languages: Iterable[str]) -> Iterator[KgBatch]:
+def read_wikidata_json(path: Path, languages: Iterable[str], keep_external_ids: bool = False) -> Iterator[KgBatch]:
     """Read the dump as batches; a line that is not a usable entity is rejected with its line number.
 
     `languages` are in priority order: an entity's label, description and Wikipedia title come
@@ -49,7 +54,7 @@ def read_wikidata_json(path: Path, languages: Iterable[str]) -> Iterator[KgBatch
             text = raw.strip().rstrip(b",")
             if text in (b"", b"[", b"]"):
                 continue
-            routed = _entity_or_reason(text, order)
+            routed = _entity_or_reason(text, order, keep_external_ids)
             if isinstance(routed, str):
                 batch.rejects.append(Reject(name, first_line + offset, routed, raw[:200].decode("utf-8", "replace")))
                 continue
@@ -57,6 +62,9 @@ def read_wikidata_json(path: Path, languages: Iterable[str]) -> Iterator[KgBatch
             batch.meta.extend(routed.meta)
             if routed.no_value:
                 batch.filtered["no usable value"] += routed.no_value
+            if routed.external_id_statements:
+                batch.filtered["external-id statement"] += routed.external_id_statements
+            batch.external_id_properties |= routed.external_ids
         yield batch
 
 
@@ -67,7 +75,7 @@ def language_order(languages: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(languages))
 
 
-def _entity_or_reason(text: bytes, languages: tuple[str, ...]) -> _Routed | str:
+def _entity_or_reason(text: bytes, languages: tuple[str, ...], keep_external_ids: bool = False) -> _Routed | str:
     """The routed entity of one dump line, or why the line is rejected."""
     try:
         entity = json.loads(text)
@@ -80,12 +88,12 @@ def _entity_or_reason(text: bytes, languages: tuple[str, ...]) -> _Routed | str:
     if not isinstance(entity, dict):
         return f"expected a JSON object, got {type(entity).__name__}"
     try:
-        return _route_entity(entity, languages)
+        return _route_entity(entity, languages, keep_external_ids)
     except _SHAPE_ERRORS as exc:
         return f"unexpected entity shape ({exc!r})"
 
 
-def _route_entity(entity: dict[str, Any], languages: tuple[str, ...]) -> _Routed:
+def _route_entity(entity: dict[str, Any], languages: tuple[str, ...], keep_external_ids: bool = False) -> _Routed:
     """Facts and metadata of one entity; raises one of _SHAPE_ERRORS on unexpected JSON."""
     qid = entity["id"]
     if not isinstance(qid, str) or not qid:
@@ -93,9 +101,17 @@ def _route_entity(entity: dict[str, Any], languages: tuple[str, ...]) -> _Routed
     iri = WIKIDATA_ENTITY + qid
     subject = ox.NamedNode(iri)
     routed = _Routed(meta=_entity_meta(entity, iri, languages))
+    if entity.get("type") == "property" and entity.get("datatype") == EXTERNAL_ID:
+        routed.external_ids.add(WIKIDATA_DIRECT + qid)
     for prop, statements in _section(entity, "claims").items():
         predicate = ox.NamedNode(WIKIDATA_DIRECT + prop)
-        for statement in _truthy(statements):
+        truthy = _truthy(statements)
+        if any(s.get("mainsnak", {}).get("datatype") == EXTERNAL_ID for s in truthy):
+            routed.external_ids.add(predicate.value)
+            if not keep_external_ids:
+                routed.external_id_statements += len(truthy)
+                continue
+        for statement in truthy:
             obj = _value(statement.get("mainsnak", {}), languages)
             if obj is None:
                 routed.no_value += 1

@@ -111,7 +111,12 @@ def test_freebase_profile_on_own_fixture(tmp_path: Path) -> None:
 def test_freebase_real_head_is_schema_only(tmp_path: Path, shared_data: Path) -> None:
     path = shared_data / "dumps" / "freebase" / "fb-rdf-10k-head.nt"
     assert detect_kg_format(path) == "freebase"
-    counts = build(tmp_path, path, "freebase")
+    with pytest.raises(InputError, match=r"fb-rdf-10k-head.nt: 0 facts read \(freebase\): non-entity subject 10,000"):
+        build(tmp_path, path, "freebase")  # an empty result is not a success
+    assert not (tmp_path / "ix").exists()
+    out = tmp_path / "ix"
+    build_index(out, [KgSource(path, "freebase")], [], {"allow_empty": True})
+    counts = read_manifest(IndexPaths(out))["stages"]["kg"]["counts"]
     assert counts["triples"] == 0
     assert counts["filtered"]["non-entity subject"] == 10_000
     assert not (tmp_path / "ix" / "rejects.jsonl").read_text()
@@ -119,7 +124,9 @@ def test_freebase_real_head_is_schema_only(tmp_path: Path, shared_data: Path) ->
 
 def test_wikidata_json_head(tmp_path: Path, shared_data: Path) -> None:
     path = shared_data / "dumps" / "wikidata_json" / "latest-all.head50.json"
-    counts = build(tmp_path, path, "wikidata-json")
+    out = tmp_path / "ix"
+    build_index(out, [KgSource(path, "wikidata-json")], [], {"keep_external_ids": True})
+    counts = read_manifest(IndexPaths(out))["stages"]["kg"]["counts"]
     assert counts["triples"] > 3000
     assert counts["relations"] > 400
     table = pq.read_table(tmp_path / "ix" / "entities.parquet").to_pylist()
