@@ -308,7 +308,7 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
         "relations": counts["relations"],
         # rejects of the KG sources only; the documents stage's are counted apart
         "rejects": sum(source.get("rejects", 0) for source in counts.get("sources", [])),
-        "document_rejects": manifest.get("stages", {}).get("docs", {}).get("counts", {}).get("rejects", 0),
+        "document_rejects": manifest.get("stages", {}).get("docs", {}).get("counts", {}).get("doc_rejects", 0),
         "filtered": counts.get("filtered", {}),
         "sources": counts.get("sources", []),
     }
@@ -318,11 +318,9 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
         emit_json(stats)
         return
     click.echo(f"{index}: {stats['triples']:,} fact triples, {stats['entities']:,} entities, {stats['relations']:,} relations, {stats['rejects']:,} rejects")
-    for source in stats["sources"]:
-        click.echo(f"  {source['path']} ({source['format']}): {source['facts_read']:,} facts read, {source['rejects']:,} rejected")
     from index.kg_stage import kg_summary_lines
 
-    for line in kg_summary_lines(counts)[:0] + [ln for ln in kg_summary_lines(counts) if not ln.startswith("  kg ")]:
+    for line in kg_summary_lines(counts):  # per source: facts, filtered and rejected with reasons
         click.echo(line)
     if stats["document_rejects"]:
         click.echo(f"  (documents: {stats['document_rejects']:,} rejected records, not KG rejects: see `docs stats`)")

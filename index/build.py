@@ -61,6 +61,8 @@ class BuildReport:
     seconds: float = 0.0
     # options taken from the previous build (not given, and not the defaults): name -> value
     inherited: dict[str, Any] = field(default_factory=dict)
+    # counts of each stage of the index (those that ran and those reused): stage -> counts
+    stage_counts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def up_to_date(self) -> bool:
@@ -125,6 +127,7 @@ def build_index(
         ):
             report.skipped = list(old_stages)
             report.counts = old.get("counts", {})
+            report.stage_counts = {name: stage.get("counts", {}) for name, stage in old_stages.items()}
             return report
         _check_readable(kg_entries, doc_entries, to_run)
         report.removed = [name for name in old_stages if fingerprints.get(name) is None]
@@ -158,6 +161,7 @@ def build_index(
         _swap(tmp, out)
         shutil.rmtree(_cache_dir(out), ignore_errors=True)
         report.counts = manifest["counts"]
+        report.stage_counts = {name: stage.get("counts", {}) for name, stage in stages.items()}
         report.seconds = time.monotonic() - started
         return report
 
@@ -275,6 +279,11 @@ def _stage_fingerprints(
     if kg_options.freebase_drop == FREEBASE_DROP_PREFIXES:
         # the default list is left out: indexes built before the option existed stay valid
         del kg_values["freebase_drop"]
+    # options added later are left out at their defaults (indexes built before them stay valid);
+    # allow_empty is a check, not an output
+    for name in ("keep_external_ids", "tsv_header", "tsv_delimiter", "allow_empty"):
+        if name == "allow_empty" or kg_values[name] == getattr(KgOptions(), name):
+            del kg_values[name]
     kg_fp = stable_hash([content(kg_entries), kg_values]) if kg_entries else None
     has_docs = _has_docs(kg_entries, doc_entries, kg_options)
     options = asdict(doc_options) if doc_options is not None else {}
