@@ -796,21 +796,34 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
 
 
 @main.command("eval")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the full evaluation as JSON instead of a Markdown table.")
-def eval_cmd(run_dir: Path, as_json: bool) -> None:
-    """Score a batch run: Hits@1, EM, F1, paper EM, LLM cost, path overlap, answer sources.
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True,
+              help='Print the full evaluation as JSON instead of Markdown (several runs: {"runs": [...]}).')
+@click.option("--metric", "metrics", multiple=True, metavar="NAME",
+              help="Several runs: compare this metric (repeatable; default hits1, em, f1_tok, abstained, "
+                   "llm_calls, prompt_tokens).")
+def eval_cmd(run_dirs: tuple[Path, ...], as_json: bool, metrics: tuple[str, ...]) -> None:
+    """Score batch runs: Hits@1, EM and F1 over answer sets and over tokens (HotpotQA), paper EM,
+    abstentions, LLM cost, path overlap, answer sources.
 
-    Reads RUN_DIR/<method>.jsonl and run.json, prints a Markdown table (or JSON) and writes
-    RUN_DIR/eval.json. Missing, extra and duplicate records are reported.
+    Reads RUN/<method>.jsonl and run.json, writes RUN/eval.json. One RUN: a Markdown table (or
+    JSON). Several: per metric one table of methods x runs, side by side (e.g. two models or two
+    settings). Missing, extra and duplicate records are reported.
+
+    \b
+    Examples:
+      python cli.py eval data/runs/m2
+      python cli.py eval data/runs/eval/metaqa-2-hop data/runs/eval-follow-back/metaqa-2-hop --metric hits1
     """
-    from engine.runs.evaluate import evaluate_run, format_markdown
+    from engine.runs.evaluate import evaluate_runs, format_comparison, format_markdown
 
-    summary = run_guarded(evaluate_run, run_dir)
+    summaries = run_guarded(evaluate_runs, list(run_dirs))
     if as_json:
-        emit_json(summary)
+        emit_json(summaries[0] if len(summaries) == 1 else {"runs": summaries})
+    elif len(summaries) == 1:
+        click.echo(format_markdown(summaries[0]))
     else:
-        click.echo(format_markdown(summary))
+        click.echo(run_guarded(format_comparison, summaries, metrics or None))
 
 
 @main.command("check-scores")

@@ -87,7 +87,7 @@ def test_metrics_costs_sources_and_overlap(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "eval.json").read_text())["methods"]["tog"]["hits1"] == s["hits1"]
 
     table = format_markdown(summary)
-    assert "| tog | 4 | 1 | 1 | 50.0 | 25.0 |" in table
+    assert "| tog | 4 | 1 | 1 | 0 | 50.0 | 25.0 |" in table
     assert "75.0 (2); all 66.7" in table  # path overlap over the 2 correct answers, then all 3
     assert "q5" in table and "duplicate" in table
 
@@ -115,7 +115,7 @@ def test_eval_cli_markdown_json_and_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["eval", str(run)])
     assert result.exit_code == 0, result.output
-    assert "| io | 2 | 0 | 0 | 50.0 |" in result.output
+    assert "| io | 2 | 0 | 0 | 0 | 50.0 |" in result.output
     assert "| cot | 1 | 1 |" in result.output and "cot: 1 questions have no record yet" in result.output
     as_json = runner.invoke(main, ["eval", str(run), "--json"])
     assert json.loads(as_json.output)["methods"]["io"]["hits1"] == 0.5

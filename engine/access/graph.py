@@ -114,6 +114,8 @@ class EvidencePath:
     relation_ids: list[str] = field(default_factory=list)  # relation ids along the path
     score: float | None = None
     triple_ids: list[list[str]] = field(default_factory=list)  # [[head, relation, tail], ...] ids
+    titles: list[str] = field(default_factory=list)  # document titles, one per chunk id
+    score_kind: str | None = None  # what `score` is, e.g. "cosine to the question"
 
     @classmethod
     def from_path(cls, path: GraphPath, label: Callable[[str], str],

@@ -49,7 +49,7 @@ import threading
 import time
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -99,9 +99,18 @@ class CallRecord:
     cache_hit: bool
     error: str | None = None
     compute_seconds: float = 0.0
+    # What was asked and the raw reply text (of the last attempt): kept for traces and the
+    # run's calls file, not in `to_dict` (the cost line a record keeps per call).
+    messages: list[Message] = field(default_factory=list, repr=False)
+    reply: str = field(default="", repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k not in ("messages", "reply")}
+
+    def transcript(self) -> dict[str, Any]:
+        """The call as a person reads it: stage, the messages sent and the raw reply."""
+        return {"stage": self.stage, "messages": [dict(m) for m in self.messages], "reply": self.reply,
+                "error": self.error, "cache_hit": self.cache_hit}
 
 
 @dataclass
@@ -123,7 +132,18 @@ class ChatResult:
 
 
 class CallLog(list[CallRecord]):
-    """The calls recorded inside one `llm.recording()` block."""
+    """The calls recorded inside one `llm.recording()` block. `on_call`, when set, sees each
+    call as it is recorded (a live trace)."""
+
+    on_call: Callable[[CallRecord], None] | None = None
+
+    def append(self, record: CallRecord) -> None:
+        super().append(record)
+        if self.on_call is not None:
+            self.on_call(record)
+
+    def transcripts(self) -> list[dict[str, Any]]:
+        return [r.transcript() for r in self]
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -260,19 +280,19 @@ class BaseLLM:
                 parsed = parse_reply(hit.text, schema)[0] if schema is not None else None
                 usage = Usage(hit.prompt_tokens, hit.cached_tokens, hit.completion_tokens,
                               time.perf_counter() - start, cache_hit=True, compute_seconds=hit.seconds)
-                return self._finish(stage, ChatResult(hit.text, parsed, usage))
+                return self._finish(stage, ChatResult(hit.text, parsed, usage), messages)
         try:
             result = self._generate_valid(messages, schema, temperature, max_tokens, seed, stage)
         except Exception as exc:
             usage = Usage(seconds=time.perf_counter() - start)
-            self._finish(stage, ChatResult("", None, usage, f"{type(exc).__name__}: {exc}"))
+            self._finish(stage, ChatResult("", None, usage, f"{type(exc).__name__}: {exc}"), messages)
             raise
         result.usage.seconds = result.usage.compute_seconds = time.perf_counter() - start
         if key is not None and self.cache is not None and result.error is None:
             u = result.usage
             self.cache.put(key, self.fingerprint, CachedReply(
                 result.text, u.prompt_tokens, u.cached_tokens, u.completion_tokens, u.seconds))
-        return self._finish(stage, result)
+        return self._finish(stage, result, messages)
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[CallLog]:
@@ -295,10 +315,11 @@ class BaseLLM:
             self._local.logs = []
         return self._local.logs  # type: ignore[no-any-return]
 
-    def _finish(self, stage: str, result: ChatResult) -> ChatResult:
+    def _finish(self, stage: str, result: ChatResult, messages: list[Message]) -> ChatResult:
         u = result.usage
         record = CallRecord(stage, u.prompt_tokens, u.cached_tokens, u.completion_tokens,
-                            round(u.seconds, 6), u.cache_hit, result.error, round(u.compute_seconds, 6))
+                            round(u.seconds, 6), u.cache_hit, result.error, round(u.compute_seconds, 6),
+                            messages=list(messages), reply=result.text)
         for log in self._logs():
             log.append(record)
         return result

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.llm.backends import LLM, ChatResult
 from engine.methods import prompts
+from engine.questions.answer_match import answer_set, normalise_answer
 from engine.questions.answer_match import names as _contains
 from engine.questions.record import AnswerRecord, Question
 from index.entities import normalise
@@ -133,6 +134,23 @@ def set_answer(record: AnswerRecord, parsed: Any, source: str = "llm") -> None:
     if parsed is None:
         errors = record.extra.get("call_errors") or [{"error": "no reply"}]
         record.error = "the answer call failed: " + errors[-1]["error"]
+
+
+def found_in(answer: str, texts: Sequence[str]) -> bool:
+    """Whether the texts say the answer: each of its items ("A, B and C" has three) occurs in
+    them as whole words, after answer normalisation (case, punctuation, articles)."""
+    haystack = " | ".join(normalise_answer(t) for t in texts)
+    items = [normalise_answer(i) for i in answer_set(answer, [answer])]
+    items = [i for i in items if i]
+    return bool(items) and all(_contains(haystack, i) for i in items)
+
+
+def abstain(record: AnswerRecord, why: str) -> None:
+    """Record that the method answers "not found": no prediction, source "none"."""
+    record.abstained = True
+    record.prediction, record.predictions = "", []
+    record.answer_source = "none"
+    record.extra["abstained_because"] = why
 
 
 def cot_once(question: Question, ctx: Context, record: AnswerRecord, *, temperature: float,

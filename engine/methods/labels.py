@@ -1,7 +1,9 @@
 """Readable text for KG nodes and relations in prompts: no IRI or Freebase id reaches a model.
 
 An entity without a usable label (a Freebase CVT `m.0abc`, a Wikidata `Q42` with no English
-label, a blank node) is shown as "unnamed entity". A relation followed backwards (an `in`
+label, a blank node) is shown *to the model* as "unnamed entity" (`entity_text`). What a person
+reads (ask's output, records, traces) names every entity by one rule, the same as `kg tails`:
+its label, else its local id (`display_text`: "Q350", "m.0abc"). A relation followed backwards (an `in`
 relation of the entity) gets the suffix "(reverse)": from an actor, "starred actors (reverse)"
 leads to the films whose starred actors include the actor.
 """
@@ -35,6 +37,12 @@ def entity_text(kg: KnowledgeGraph, node: str) -> str:
     if not is_literal(node) and (not label.strip() or _ID_LIKE.fullmatch(label.strip())):
         return UNNAMED
     return _clip(label) or UNNAMED
+
+
+def display_text(kg: KnowledgeGraph, node: str) -> str:
+    """The entity's name for a person: its label, else its local id (as `kg tails` shows it);
+    a literal's value."""
+    return _clip(kg.label(node)) or (node if is_literal(node) else local_name(node))
 
 
 def relation_text(kg: KnowledgeGraph, relation: Relation) -> str:

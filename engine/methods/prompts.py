@@ -67,6 +67,18 @@ Give the short answer only: a name, a title, a date or a number.
 Reply with JSON {"answer": "..."}."""
 
 
+# `--set abstain=true` (rag): answer from the passages only, or say that they do not hold it.
+# Used only with the option on, so the default prompts (and their cached replies) are unchanged.
+FOUND_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"found": {"type": "boolean"}, "answer": _ANSWER},
+    "required": ["found", "answer"],
+}
+
+RAG_ABSTAIN_SYSTEM = """You answer questions using only the numbered passages given with the question. Never answer from what you know.
+If the passages say the answer, reply {"found": true, "answer": "..."} with the short answer only: a name, a title, a date or a number.
+If they do not say it, reply {"found": false, "answer": ""}."""
+
+
 def question_user(question: str) -> str:
     return f"Question: {question}"
 

@@ -60,8 +60,9 @@ def resolve_config(name: str, overrides: Mapping[str, Any] | None = None) -> dic
 
 def config_hash(name: str, config: Mapping[str, Any]) -> str:
     """The one stable short hash of a method and its full (resolved) config: in every record
-    and in run.json."""
-    blob = json.dumps({"method": name, "config": dict(config)}, sort_keys=True, default=str)
+    and in run.json. Options a method added later count only when set (`hash_when_set`)."""
+    hashed = _REGISTRY[name].hashed_config(config) if name in _REGISTRY else dict(config)
+    blob = json.dumps({"method": name, "config": hashed}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

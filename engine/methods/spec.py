@@ -31,6 +31,14 @@ class MethodSpec:
     defaults: Mapping[str, Any]
     summary: str
     checks: Sequence[Check] = field(default_factory=tuple)
+    # Options added after runs were made with this method: they enter the config hash only when
+    # set away from their default, so a run made before them keeps its hash (and resumes).
+    hash_when_set: Sequence[str] = field(default_factory=tuple)
+
+    def hashed_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The part of a resolved config that identifies it (see `hash_when_set`)."""
+        return {k: v for k, v in config.items()
+                if not (k in self.hash_when_set and k in self.defaults and v == self.defaults[k])}
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The defaults with `overrides` applied and checked.

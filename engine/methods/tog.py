@@ -12,11 +12,17 @@ yet enough, a random (deterministic, hash-ordered) sample of W entities to go on
 
 Scores: a path's score is the product of the prune scores along it (each prune's kept scores
 sum to 1), so the global top W across candidate sets is well defined.
+
+With `abstain` (off by default, as in the paper), a question whose paths never became
+sufficient is answered "not found" (an abstention) instead of from the model's own knowledge.
+
+Prompts name an unlabeled entity "unnamed entity" (no id reaches the model); the record and the
+trace name it by its local id, as `kg tails` does (`labels.display_text`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.access.graph import (
@@ -30,6 +36,7 @@ from engine.access.graph import (
 from engine.access.kg import Relation, is_literal, stable_sample
 from engine.methods import prompts
 from engine.methods.common import (
+    abstain,
     answer_of,
     ask,
     names_any,
@@ -38,7 +45,13 @@ from engine.methods.common import (
     rank_answers,
     timed,
 )
-from engine.methods.labels import entity_text, relation_text, triple_text, unique_texts
+from engine.methods.labels import (
+    display_text,
+    entity_text,
+    relation_text,
+    triple_text,
+    unique_texts,
+)
 from engine.methods.prune import PRUNE_TOOLS, Pruner
 from engine.methods.spec import MethodSpec, booleans, one_of, positive_ints
 from engine.methods.topics import select_topic_entities
@@ -63,11 +76,21 @@ TOG_DEFAULTS: dict[str, Any] = {
     "max_topic_entities": 3,       # topic entities to start from
     "require_grounded_answer": True,  # "sufficient" only with an answer the paths reached
     "follow_back": False,          # offer the arrival relation backwards when it reaches new entities
+    "abstain": False,              # no sufficient path: answer "not found" instead of from memory
     "temperature_exploration": 0.4,
     "temperature_reasoning": 0.0,
     "prune_max_tokens": 96,
     "reasoning_max_tokens": 64,
     "seed": 0,
+}
+# What a path's score is, by prune tool (shown with the evidence).
+PATH_SCORE = {
+    "llm": "path score: product of the prune weights along it (the model's choices, weighted by "
+           "rank; each prune's weights sum to 1)",
+    "bm25": "path score: product of the prune weights along it (BM25 to the question, each prune "
+            "normalised to sum 1)",
+    "embedding": "path score: product of the prune weights along it (cosine to the question, each "
+                 "prune normalised to sum 1)",
 }
 
 
@@ -91,7 +114,12 @@ class _Run:
 
     # -- labels ------------------------------------------------------------------------------
     def label(self, node: str) -> str:
+        """The entity as the model reads it (prompts)."""
         return entity_text(self.kg, node)
+
+    def name(self, node: str) -> str:
+        """The entity as a person reads it (record, trace)."""
+        return display_text(self.kg, node)
 
     def kg_triple_labels(self, hop: Hop) -> list[str]:
         s, r, o = hop.triple()
@@ -100,7 +128,7 @@ class _Run:
     # -- 1. topic entities ---------------------------------------------------------------
     def topic_entities(self) -> list[GraphPath]:
         found = select_topic_entities(self.question, self.ctx, self.record,
-                                      int(self.config["max_topic_entities"]), self.label)
+                                      int(self.config["max_topic_entities"]), self.name)
         return [GraphPath(entity) for entity in found]
 
     # -- 2. relation search + prune --------------------------------------------------------
@@ -176,7 +204,11 @@ class _Run:
         return answer or None
 
     def answer_from_llm(self, candidates: Sequence[str]) -> None:
-        """Generate(π, x): answer from the model's own knowledge (after D_max, or no start)."""
+        """Generate(π, x): answer from the model's own knowledge (after D_max, or no start);
+        with `abstain`, "not found" instead."""
+        if self.config["abstain"]:
+            self.give_up(candidates)
+            return
         parsed = ask(self.ctx.llm, self.record, system=prompts.IO_SYSTEM,
                      user=prompts.question_user(self.text), schema=prompts.ANSWER_SCHEMA,
                      stage="answer_llm", temperature=self.config["temperature_reasoning"],
@@ -185,6 +217,17 @@ class _Run:
         if parsed is None:
             self.record.error = "the final answer call failed: " + self.record.extra["call_errors"][-1]["error"]
         self.finish(answer, candidates, "llm" if answer else "none")
+
+    def give_up(self, candidates: Sequence[str]) -> None:
+        """An abstention: the paths never held the answer (the reasoning check said so)."""
+        stopped = self.record.extra.get("stopped", "max_depth")
+        why = {"no_topic_entity": "no topic entity found in the KG",
+               "dead_end": "the paths ended with nothing left to follow"}.get(
+            stopped, "the reasoning check found the paths insufficient at every depth")
+        abstain(self.record, why)
+        self.record.extra["answer_text"] = ""
+        self.record.extra["reached"] = list(candidates)[:10]
+        self.record.extra["trace"] = self.trace
 
     def finish(self, answer: str, candidates: Sequence[str], source: str) -> None:
         self.record.extra["answer_text"] = answer
@@ -202,7 +245,9 @@ class _Run:
             if not p.hops or p.hops in seen:
                 continue
             seen.add(p.hops)
-            result.append(EvidencePath.from_path(p, self.label, self.kg.relation_label))
+            evidence = EvidencePath.from_path(p, self.name, self.kg.relation_label)
+            evidence.score_kind = PATH_SCORE.get(self.config["prune_tool"])
+            result.append(evidence)
         return result
 
     def answer_candidates(self, paths: Sequence[GraphPath]) -> list[str]:
@@ -247,7 +292,7 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
             for rel, score in run.prune_relations(run.label(end), relations):
                 rel_cands.extend(((p, rel), p.score * score) for p in group)
         kept_rels = top_k(rel_cands, run.width)
-        step_trace["relations"] = [[run.label(p.end), relation_text(run.kg, r)] for (p, r), _ in kept_rels]
+        step_trace["relations"] = [[run.name(p.end), relation_text(run.kg, r)] for (p, r), _ in kept_rels]
         # entity search + prune
         ent_cands: list[tuple[GraphPath, float]] = []
         sets: list[tuple[GraphPath, Relation, float, list[str]]] = []
@@ -269,7 +314,7 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
                     new = path.extend(step, score * e_score / len(by_text[text]))
                     ent_cands.append((new, new.score))
         beam = [p for p, _ in top_k(best_per_path(ent_cands), run.width)]
-        step_trace["entities"] = [run.label(p.end) for p in beam]
+        step_trace["entities"] = [run.name(p.end) for p in beam]
         if not beam:
             run.record.extra["stopped"] = "dead_end"
             break
@@ -320,7 +365,7 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
             for rel, score in run.prune_relations(ends, relations):
                 rel_cands.append(((tuple(group), rel), chain_score * score))
         kept_rels = top_k(rel_cands, run.width)
-        step_trace["relations"] = [[_chain_text(run, g[0]), relation_text(run.kg, r)]
+        step_trace["relations"] = [[_chain_text(run, g[0], run.name), relation_text(run.kg, r)]
                                    for (g, r), _ in kept_rels]
         # entity search: every entity of the chain over the chosen relation
         candidates: list[tuple[GraphPath, float]] = []
@@ -333,7 +378,7 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
                     candidates.append((keys[key], score))
         candidates = best_per_path(candidates)
         reached = [p for p, _ in candidates]
-        step_trace["entities"] = list(dict.fromkeys(run.label(p.end) for p in reached))
+        step_trace["entities"] = list(dict.fromkeys(run.name(p.end) for p in reached))
         if not reached:
             run.record.extra["stopped"] = "dead_end"
             break
@@ -365,8 +410,9 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
 MAX_SHOWN_PER_CHAIN = 10
 
 
-def _chain_text(run: _Run, path: GraphPath) -> str:
-    parts = [run.label(path.topic)]
+def _chain_text(run: _Run, path: GraphPath, name: Callable[[str], str] | None = None) -> str:
+    """topic -> relations; entities named for the model unless `name` says otherwise."""
+    parts = [(name or run.label)(path.topic)]
     parts += [relation_text(run.kg, Relation(s.relation, s.direction)) for s in path.hops]
     return " -> ".join(parts)
 
@@ -387,11 +433,11 @@ _TOG_CHECKS = (
                   "max_entities", "max_topic_entities", "prune_max_tokens", "reasoning_max_tokens"),
     one_of("prune_tool", PRUNE_TOOLS),
     one_of("prune_order", ("kg", "similarity")),
-    booleans("require_grounded_answer", "follow_back"),
+    booleans("require_grounded_answer", "follow_back", "abstain"),
 )
 TOG = MethodSpec("tog", run_tog, TOG_DEFAULTS,
                  "Think-on-Graph: beam search over triples, LLM-pruned relations and entities",
-                 _TOG_CHECKS)
+                 _TOG_CHECKS, hash_when_set=("abstain",))
 TOG_R = MethodSpec("tog-r", run_tog_r, TOG_DEFAULTS,
                    "ToG-R: relation chains, reasoning over every entity they reach, random entity prune",
-                   _TOG_CHECKS)
+                   _TOG_CHECKS, hash_when_set=("abstain",))

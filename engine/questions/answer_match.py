@@ -13,6 +13,14 @@ Metrics (all per question; `evaluate.py` averages them):
   predictions that its answer text names, else the answer text split into items ("A, B; C"),
   else the best prediction. A KG method ranks every entity its paths reached, and scoring that
   whole list as the answer would punish it for exploring.
+- `em_tok`, `f1_tok`: HotpotQA's official answer metrics (`hotpot_evaluate_v1.py`: `exact_match_score`,
+  `f1_score`), token-level, on the record's prediction string: normalised as HotpotQA does
+  (`hotpot_normalise`: lower-case, punctuation removed, articles a/an/the removed, whitespace
+  collapsed), EM is equality, F1 is over the bag of tokens, and a "yes" / "no" / "noanswer" on
+  either side scores 0 unless both are equal. HotpotQA has one gold string; here the maximum
+  over every gold answer and alias is taken (as SQuAD's script does). "Sochi" against
+  "Sochi, Russia": EM(tok) 0, F1(tok) 0.667, where the set metrics give 0 and 0. As for
+  `paper_em`, an empty prediction (no answer, an abstention) scores 0.
 - `paper_em`: the papers' lenient match, as in ToG's `eval/utils.py::exact_match` (which
   ToG-2 and HydraRAG reuse for their "EM"/"Hits@1" columns): lower-case, remove spaces, and
   count a hit when the prediction equals a gold answer or either is a substring of the other.
@@ -27,7 +35,9 @@ articles a/an/the removed, whitespace collapsed.
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -127,6 +137,43 @@ def answer_set(prediction: str, predictions: Sequence[str] | None,
     return ranked[:1]
 
 
+_PUNCTUATION = frozenset(string.punctuation)
+_HOTPOT_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_HOTPOT_SPECIAL = ("yes", "no", "noanswer")
+
+
+def hotpot_normalise(text: str) -> str:
+    """HotpotQA's `normalize_answer`: lower, remove punctuation, remove articles, fix spaces."""
+    text = str(text).lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _HOTPOT_ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def token_scores(prediction: str, gold: str) -> tuple[float, float, float]:
+    """HotpotQA's `f1_score`: (F1, precision, recall) over tokens of one prediction and one gold."""
+    pred, truth = hotpot_normalise(prediction), hotpot_normalise(gold)
+    if (pred in _HOTPOT_SPECIAL or truth in _HOTPOT_SPECIAL) and pred != truth:
+        return 0.0, 0.0, 0.0
+    pred_tokens, truth_tokens = pred.split(), truth.split()
+    same = sum((Counter(pred_tokens) & Counter(truth_tokens)).values())
+    if same == 0:
+        return 0.0, 0.0, 0.0
+    precision, recall = same / len(pred_tokens), same / len(truth_tokens)
+    return 2 * precision * recall / (precision + recall), precision, recall
+
+
+def token_em(prediction: str, golds: Iterable[str]) -> bool:
+    """HotpotQA's `exact_match_score`, the best over the gold answers and aliases."""
+    pred = hotpot_normalise(prediction)
+    return any(pred == hotpot_normalise(g) for g in golds)
+
+
+def token_f1(prediction: str, golds: Iterable[str]) -> float:
+    """HotpotQA's token F1, the best over the gold answers and aliases (0 with no gold)."""
+    return max((token_scores(prediction, g)[0] for g in golds), default=0.0)
+
+
 def matches(prediction: str, groups: AnswerGroups) -> bool:
     """Whether one prediction equals some gold answer or alias after normalisation."""
     key = _key(prediction)
@@ -181,6 +228,8 @@ class Correctness:
     recall: float
     paper_em: bool
     path_overlap: float | None = None  # share of the gold relation path explored (None: no gold path)
+    em_tok: bool = False  # HotpotQA's token-level EM of the prediction (best over gold and aliases)
+    f1_tok: float = 0.0  # HotpotQA's token-level F1 of the prediction (best over gold and aliases)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,6 +250,8 @@ def score(prediction: str, predictions: Sequence[str] | None, answers: Sequence[
         precision=round(precision, 6),
         recall=round(recall, 6),
         paper_em=paper_em(best, all_names),
+        em_tok=bool(best.strip()) and token_em(best, all_names),  # no answer (an abstention) never matches
+        f1_tok=round(token_f1(best, all_names), 6) if best.strip() else 0.0,
     )
 
 

@@ -45,6 +45,12 @@ class AnswerRecord:
     correct: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The method said "not found" (an option of the evidence methods, e.g. `--set abstain=true`):
+    # no prediction, answer_source "none".
+    abstained: bool = False
+    # Every LLM call of the question: {stage, messages, reply, error, cache_hit}. A batch moves it
+    # to RUN/calls/<method>.jsonl (engine/runs/transcripts.py), so record files stay readable.
+    llm_transcript: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,7 +1,14 @@
-"""An answer record as a terminal shows it (rich): answer, source, topic entities, paths, cost."""
+"""An answer record as a terminal shows it (rich): answer, source, topic entities, paths, cost;
+and one LLM call (its messages and raw reply) for `ask --trace`.
+
+Evidence reads without the code: a document chunk shows its page title with its id
+(`"Loop quantum gravity" (wiki 307#5)`), and every score says what it is (`cosine 0.412 to the
+question`, `path score 0.333: product of the prune weights ...`)."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -11,6 +18,7 @@ from rich.tree import Tree
 from engine.questions.record import AnswerRecord
 
 MAX_PATHS = 12
+MAX_REPLY_CHARS = 4000
 
 
 def _cost_line(record: AnswerRecord) -> Text:
@@ -22,17 +30,39 @@ def _cost_line(record: AnswerRecord) -> Text:
     return text
 
 
+def score_text(score: float | None, kind: str | None) -> str:
+    """A score with what it is: "cosine 0.412 to the question", "path score 0.333 (product ...)"."""
+    if score is None:
+        return ""
+    if not kind:
+        return f"score {score:.3f}"
+    head, _, rest = kind.partition(" ")
+    if kind.startswith("path score"):  # "path score: how it is made"
+        return f"path score {score:.3f} ({kind.partition(': ')[2]})"
+    return f"{head} {score:.3f} {rest}".strip()
+
+
+def chunk_text(path: Any) -> str:
+    """Document evidence by page title and chunk id: `"Title" (wiki 307#5)`."""
+    titles = list(getattr(path, "titles", None) or [])
+    parts = []
+    for i, chunk_id in enumerate(path.chunk_ids):
+        title = titles[i] if i < len(titles) and titles[i] else ""
+        parts.append(f'"{title}" ({path.source} {chunk_id})' if title else f"{path.source} {chunk_id}")
+    return ", ".join(parts) or path.source
+
+
 def _paths_tree(record: AnswerRecord) -> Tree:
     tree = Tree(Text(f"evidence ({len(record.paths)} paths)", style="bold"))
     for path in record.paths[:MAX_PATHS]:
-        score = f"  [{path.score:.3f}]" if path.score is not None else ""
+        scored = score_text(path.score, path.score_kind)
+        score = f"  [{scored}]" if scored else ""
         if path.triples:
             node = tree.add(Text(f"{path.source}{score}", style="cyan"))
             for head, relation, tail in path.triples:
                 node.add(Text.assemble((head, "bold"), f"  —{relation}→  ", (tail, "bold")))
         else:
-            ids = ", ".join(path.chunk_ids)
-            node = tree.add(Text(f"{path.source} {ids}{score}", style="cyan"))
+            node = tree.add(Text(f"{chunk_text(path)}{score}", style="cyan"))
             for sentence in path.sentences:
                 node.add(Text(sentence if len(sentence) <= 300 else sentence[:299] + "…"))
     if len(record.paths) > MAX_PATHS:
@@ -64,8 +94,16 @@ def render_record(record: AnswerRecord, console: Console | None = None) -> None:
     """Print the record for a person: answer first, then how it was found."""
     console = console or Console()
     parts: list[Any] = [Text.assemble(("question  ", "dim"), record.question)]
-    answer = Text.assemble(("answer    ", "dim"), (record.prediction or "(none)", "bold green"),
-                           f"   from {record.answer_source}", (f"  [{record.method}]", "dim"))
+    if record.abstained:
+        why = record.extra.get("abstained_because", "")
+        answer = Text.assemble(("answer    ", "dim"), ("not found", "bold yellow"),
+                               f"   (abstained: {why})" if why else "   (abstained)",
+                               (f"  [{record.method}]", "dim"))
+    else:
+        grounding = record.extra.get("grounding")
+        source = f"   from {record.answer_source}" + (f" ({grounding})" if grounding == "not in evidence" else "")
+        answer = Text.assemble(("answer    ", "dim"), (record.prediction or "(none)", "bold green"),
+                               source, (f"  [{record.method}]", "dim"))
     parts.append(answer)
     others = [p for p in record.predictions if p != record.prediction][:5]
     if others:
@@ -80,3 +118,32 @@ def render_record(record: AnswerRecord, console: Console | None = None) -> None:
     if record.paths:
         console.print(_paths_tree(record))
     console.print(_cost_line(record))
+
+
+def render_call(number: int, call: Any, console: Console | None = None) -> None:
+    """One LLM call for `ask --trace`: stage, every message sent, the raw reply."""
+    console = console or Console(stderr=True)
+    info = call if isinstance(call, dict) else call.transcript()
+    flags = ", from the cache" if info.get("cache_hit") else ""
+    console.print(Text(f"── LLM call {number}: {info.get('stage', '?')}{flags} ──", style="bold magenta"))
+    for message in info.get("messages") or []:
+        console.print(Text(f"[{message.get('role')}]", style="magenta"))
+        console.print(Text(str(message.get("content", ""))))
+    reply = str(info.get("reply", ""))
+    if len(reply) > MAX_REPLY_CHARS:
+        reply = reply[:MAX_REPLY_CHARS] + f"… ({len(reply) - MAX_REPLY_CHARS} more characters)"
+    console.print(Text("[raw reply]", style="magenta"))
+    console.print(Text(reply or "(empty)"))
+    if info.get("error"):
+        console.print(Text(f"[error] {info['error']}", style="bold red"))
+
+
+def call_printer(console: Console | None = None) -> Callable[[Any], None]:
+    """A callback that prints each LLM call as it ends, numbered from 1 (stderr by default)."""
+    console = console or Console(stderr=True)
+    count = itertools.count(1)
+
+    def print_call(call: Any) -> None:
+        render_call(next(count), call, console)
+
+    return print_call

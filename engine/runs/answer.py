@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.llm.backends import CallRecord
 from engine.methods import registry
 from engine.methods.common import new_record
 from engine.methods.context import Context
@@ -31,12 +32,16 @@ FATAL_ERRORS: tuple[type[Exception], ...] = (ModelError, IndexError_)
 
 
 def answer_question(method: str, question: Question, ctx: Context,
-                    config: Mapping[str, Any] | None = None) -> AnswerRecord:
-    """Answer one question; the record carries cost, stage times, config and scores."""
+                    config: Mapping[str, Any] | None = None, *,
+                    on_call: Callable[[CallRecord], None] | None = None) -> AnswerRecord:
+    """Answer one question; the record carries cost, stage times, config, scores and the
+    transcript of every LLM call (`llm_transcript`). `on_call` sees each call as it ends
+    (`ask --trace`)."""
     spec = registry.get(method)
     resolved = spec.config(config)
     start = time.perf_counter()
     with ctx.llm.recording() as calls:
+        calls.on_call = on_call
         try:
             record = spec.run(question, ctx, resolved)
         except ModelError:
@@ -48,6 +53,7 @@ def answer_question(method: str, question: Question, ctx: Context,
     record.method = method
     record.seconds = round(time.perf_counter() - start, 6)
     record.llm_calls = calls.to_dicts()
+    record.llm_transcript = calls.transcripts()
     record.config_hash = registry.config_hash(method, resolved)
     record.extra["config"] = resolved
     record.extra["llm_summary"] = calls.summary()

@@ -43,6 +43,7 @@ from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question
 from engine.runs.answer import FATAL_ERRORS, answer_question
 from engine.runs.context import open_context
+from engine.runs.transcripts import TranscriptWriter
 from ingest.errors import IndexError_, InputError, LocalkgError, ModelError
 
 RUN_FILE = "run.json"
@@ -506,6 +507,7 @@ def _run_locked(options: BatchOptions, methods: list[str],
     write_run(out, run)
 
     writers = {m: RecordWriter(out / f"{m}.jsonl", retry_errors=options.retry_errors) for m in methods}
+    transcripts = TranscriptWriter(out)  # prompts and raw replies: RUN/calls/<method>.jsonl
     already = sum(1 for m in methods for q in selected if q.id in writers[m].done)
     pending = [(m, q) for q in selected for m in methods if q.id not in writers[m].done]
     per_method = {m: {"ran": 0, "errors": 0} for m in methods}
@@ -514,6 +516,7 @@ def _run_locked(options: BatchOptions, methods: list[str],
     try:
         with progress(f"batch {out.name}", total=len(pending), unit="questions") as bar:
             def sink(method: str, record: dict[str, Any]) -> None:
+                transcripts.take(method, record)  # before the record: a done question has its calls
                 writers[method].append(record)
                 per_method[method]["ran"] += 1
                 counts["ran"] += 1
@@ -533,6 +536,7 @@ def _run_locked(options: BatchOptions, methods: list[str],
     finally:
         for writer in writers.values():
             writer.close()
+        transcripts.close()
         run.update(status=status, updated=_now(),
                    last_session={"ran": counts["ran"], "errors": counts["errors"], "already_done": already,
                                  "seconds": round(time.perf_counter() - started, 3)})

@@ -2,8 +2,12 @@
 
 Per method:
 - answer quality over the records that have gold answers: Hits@1, EM (answer-set exact match),
-  F1 over answer sets, and paper EM (ToG's lenient substring match); definitions in
-  `engine/questions/answer_match.py`. Scores are recomputed from each record's predictions, not taken
+  F1 over answer sets, HotpotQA's token-level EM and F1 (`em_tok`, `f1_tok`), and paper EM
+  (ToG's lenient substring match); definitions in `engine/questions/answer_match.py`. The
+  Markdown names the two kinds apart: EM(set), F1(set) against EM(tok), F1(tok).
+- abstentions (a method said "not found", e.g. `--set abstain=true`): their count, and Hits@1
+  over the questions the method did answer (`hits1_answered`); an abstention counts as wrong in
+  every other answer metric. Scores are recomputed from each record's predictions, not taken
   from the `correct` field the batch stored.
 - cost: mean LLM calls, prompt / cached / completion tokens and seconds per question, and the
   share of calls answered from the response cache. Two kinds of seconds: `seconds` (wall time of
@@ -57,6 +61,10 @@ class MethodScores:
     em: float | None = None
     f1: float | None = None
     paper_em: float | None = None
+    em_tok: float | None = None  # HotpotQA's token-level EM
+    f1_tok: float | None = None  # HotpotQA's token-level F1
+    abstained: int = 0  # scored records where the method answered "not found"
+    hits1_answered: float | None = None  # Hits@1 over the scored records that did not abstain
     llm_calls: float = 0.0
     prompt_tokens: float = 0.0
     cached_tokens: float = 0.0
@@ -131,7 +139,7 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     if not kept:
         return scores
 
-    hits, ems, f1s, papers = [], [], [], []
+    hits, ems, f1s, papers, ems_tok, f1s_tok, answered_hits = [], [], [], [], [], [], []
     overlap_all, overlap_correct = [], []
     calls = prompt = cached = completion = cache_hits = 0
     seconds = llm_seconds = 0.0
@@ -163,6 +171,12 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
         ems.append(float(scored.em))
         f1s.append(scored.f1)
         papers.append(float(scored.paper_em))
+        ems_tok.append(float(scored.em_tok))
+        f1s_tok.append(scored.f1_tok)
+        if record.get("abstained"):
+            scores.abstained += 1
+        else:
+            answered_hits.append(float(scored.hits1))
         if scored.path_overlap is not None:
             overlap_all.append(scored.path_overlap)
             if scored.hits1:
@@ -171,6 +185,7 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     n = len(kept)
     scores.scored = len(hits)
     scores.hits1, scores.em, scores.f1, scores.paper_em = _mean(hits), _mean(ems), _mean(f1s), _mean(papers)
+    scores.em_tok, scores.f1_tok, scores.hits1_answered = _mean(ems_tok), _mean(f1s_tok), _mean(answered_hits)
     scores.llm_calls, scores.prompt_tokens = calls / n, prompt / n
     scores.cached_tokens, scores.completion_tokens, scores.seconds = cached / n, completion / n, seconds / n
     scores.llm_seconds = llm_seconds / n
@@ -246,13 +261,23 @@ def _num(value: float, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+LEGEND = (
+    "n: scored records. abstained: answered \"not found\" (counted wrong below). Hits@1: best prediction = a "
+    "gold answer (normalised, aliases). EM(set), F1(set): over answer sets (the entities a method commits to; "
+    "\"Sochi\" vs \"Sochi, Russia\" scores 0). EM(tok), F1(tok): HotpotQA's official token-level EM and F1 of "
+    "the prediction string, best over gold answers and aliases (that pair scores EM 0, F1 66.7). paper EM: "
+    "ToG's lower-case substring match."
+)
+
+
 def format_markdown(summary: dict[str, Any]) -> str:
     """The evaluation as a Markdown table (rates in percent), with notes below it."""
     questions = summary.get("questions") or {}
     title = Path(questions["path"]).name if questions.get("path") else summary["run_dir"]
     lines = [f"### {title}: {questions.get('count', '?')} questions ({summary['run_dir']})", ""]
-    header = ["method", "n", "missing", "errors", "Hits@1", "EM", "F1", "paper EM", "LLM calls/q",
-              "prompt tok/q", "compl. tok/q", "LLM s/q", "s/q", "path overlap", "KG / doc / LLM %"]
+    header = ["method", "n", "missing", "errors", "abstained", "Hits@1", "EM(set)", "F1(set)", "EM(tok)", "F1(tok)",
+              "paper EM", "LLM calls/q", "prompt tok/q", "compl. tok/q", "LLM s/q", "s/q", "path overlap",
+              "KG / doc / LLM %"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     notes: list[str] = []
@@ -263,10 +288,14 @@ def format_markdown(summary: dict[str, Any]) -> str:
         sources = s.get("answer_source") or {}
         source_text = " / ".join(_pct(sources.get(k, 0.0)) for k in ("kg", "doc", "llm")) if sources else "–"
         missing = "?" if s.get("expected") is None else str(s["missing"])
-        row = [method, str(s["scored"]), missing, str(s["errors"]), _pct(s["hits1"]), _pct(s["em"]), _pct(s["f1"]),
-               _pct(s["paper_em"]), _num(s["llm_calls"]), _num(s["prompt_tokens"], 0), _num(s["completion_tokens"], 0),
+        row = [method, str(s["scored"]), missing, str(s["errors"]), str(s.get("abstained", 0)), _pct(s["hits1"]),
+               _pct(s["em"]), _pct(s["f1"]), _pct(s.get("em_tok")), _pct(s.get("f1_tok")), _pct(s["paper_em"]), _num(s["llm_calls"]), _num(s["prompt_tokens"], 0), _num(s["completion_tokens"], 0),
                _num(s.get("llm_seconds", 0.0), 2), _num(s["seconds"], 2), overlap_text, source_text]
         lines.append("| " + " | ".join(row) + " |")
+        if s.get("abstained"):
+            answered = s["scored"] - s["abstained"]
+            notes.append(f"{method}: abstained on {s['abstained']} of {s['scored']} questions; Hits@1 over the "
+                         f"{answered} it answered: {_pct(s.get('hits1_answered'))}")
         if s["records"] - s["scored"]:
             notes.append(f"{method}: {s['records'] - s['scored']} records have no gold answer (not scored)")
         if s["missing"]:
@@ -275,12 +304,105 @@ def format_markdown(summary: dict[str, Any]) -> str:
     notes.extend(summary.get("problems", []))
     lines += [
         "",
-        "n: scored records. Hits@1: best prediction = a gold answer (normalised, aliases). EM: predicted set = gold "
-        "set. F1: over answer sets. paper EM: ToG's lower-case substring match. Path overlap: mean share of gold "
-        "relations explored, over correctly answered questions (their count), then over all with a gold path. "
-        "LLM s/q: model time per question as computed (replays from the cache count their original time); "
-        "s/q: wall time of this run.",
+        LEGEND + " Path overlap: mean share of gold relations explored, over correctly answered questions "
+        "(their count), then over all with a gold path. LLM s/q: model time per question as computed (replays "
+        "from the cache count their original time); s/q: wall time of this run.",
     ]
     if notes:
         lines += ["", *(f"- {n}" for n in notes)]
+    return "\n".join(lines)
+
+
+# ---- several runs side by side ---------------------------------------------------------------
+
+# The metrics `eval RUN RUN ...` compares by default, and how each is named and printed.
+COMPARE_METRICS = ("hits1", "em", "f1_tok", "abstained", "llm_calls", "prompt_tokens")
+METRIC_NAMES = {
+    "hits1": "Hits@1 (%)", "em": "EM(set) (%)", "f1": "F1(set) (%)", "em_tok": "EM(tok) (%)",
+    "f1_tok": "F1(tok) (%)", "paper_em": "paper EM (%)", "hits1_answered": "Hits@1 of answered (%)",
+    "cache_hit_rate": "cache hits (%)", "abstained": "abstained", "errors": "errors", "missing": "missing",
+    "scored": "n", "llm_calls": "LLM calls/q", "prompt_tokens": "prompt tok/q",
+    "completion_tokens": "compl. tok/q", "llm_seconds": "LLM s/q", "seconds": "s/q",
+}
+_RATES = frozenset({"hits1", "em", "f1", "em_tok", "f1_tok", "paper_em", "hits1_answered", "cache_hit_rate"})
+_COUNTS = frozenset({"abstained", "errors", "missing", "scored"})
+COMPARABLE = tuple(METRIC_NAMES)
+
+
+def evaluate_runs(run_dirs: list[Path], *, write: bool = True) -> list[dict[str, Any]]:
+    """`evaluate_run` for each folder, in order (each writes its own eval.json)."""
+    if not run_dirs:
+        raise InputError("no run folder given")
+    return [evaluate_run(Path(d), write=write) for d in run_dirs]
+
+
+def run_labels(summaries: list[dict[str, Any]]) -> list[str]:
+    """Short distinct column names: the last parts of the run folders' paths, as few as tell them
+    apart (`eval/metaqa-2-hop`, `eval-1.5b/metaqa-2-hop`); the whole paths if nothing shorter does."""
+    parts = [Path(s["run_dir"]).parts for s in summaries]
+    for depth in range(1, max((len(p) for p in parts), default=1) + 1):
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return [s["run_dir"] for s in summaries]
+
+
+def _cell(metric: str, value: Any) -> str:
+    if value is None or isinstance(value, dict | list):
+        return "–"
+    if metric in _RATES:
+        return _pct(float(value))
+    if metric in _COUNTS:
+        return str(int(value))
+    return _num(float(value), 2 if metric.endswith("seconds") else 1)
+
+
+def _config_differences(summaries: list[dict[str, Any]], labels: list[str]) -> list[str]:
+    """Per run, the method config values that differ from the first run that has the method."""
+    configs = [((read_run(Path(s["run_dir"])) or {}).get("methods") or {}) for s in summaries]
+    lines = []
+    for method in dict.fromkeys(m for c in configs for m in c):
+        first = next(c[method].get("config") or {} for c in configs if method in c)
+        for label, c in zip(labels, configs, strict=True):
+            config = (c.get(method) or {}).get("config") or {}
+            changed = [f"{k}={json.dumps(config.get(k))}" for k in sorted(set(first) | set(config))
+                       if config and first.get(k) != config.get(k)]
+            if changed:
+                lines.append(f"{label}: {method} {', '.join(changed)}")
+    return lines
+
+
+def format_comparison(summaries: list[dict[str, Any]], metrics: Iterable[str] | None = None) -> str:
+    """Several runs side by side: per metric one Markdown table of methods x runs, then what each
+    run is (folder, model, questions) and where method configs differ between runs."""
+    metrics = list(metrics or COMPARE_METRICS)
+    unknown = [m for m in metrics if m not in METRIC_NAMES]
+    if unknown:
+        raise InputError(f"unknown metric {', '.join(unknown)}; known: {', '.join(COMPARABLE)}")
+    labels = run_labels(summaries)
+    methods = list(dict.fromkeys(m for s in summaries for m in s["methods"]))
+    lines = [f"### {len(summaries)} runs side by side", ""]
+    for metric in metrics:
+        lines += [f"**{METRIC_NAMES[metric]}**", "", "| method | " + " | ".join(labels) + " |",
+                  "|---|" + "---:|" * len(labels)]
+        for method in methods:
+            cells = [_cell(metric, (s["methods"].get(method) or {}).get(metric)) if method in s["methods"] else "–"
+                     for s in summaries]
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines.append("Runs:")
+    for label, s in zip(labels, summaries, strict=True):
+        model = (s.get("model") or {}).get("llm") or "default model"
+        questions = s.get("questions") or {}
+        asked = Path(questions["path"]).name if questions.get("path") else "?"
+        lines.append(f"- {label}: {s['run_dir']} ({model}; {asked}, {questions.get('count', '?')} questions)")
+    differences = _config_differences(summaries, labels)
+    if differences:
+        lines += ["", "Configs that differ from the first run:", *(f"- {d}" for d in differences)]
+    notes = [f"{label}: {m}: {p}" for label, s in zip(labels, summaries, strict=True)
+             for m, ms in s["methods"].items() for p in ms.get("problems", [])]
+    notes += [f"{label}: {p}" for label, s in zip(labels, summaries, strict=True) for p in s.get("problems", [])]
+    if notes:
+        lines += ["", "Problems:", *(f"- {n}" for n in notes)]
+    lines += ["", LEGEND]
     return "\n".join(lines)
