@@ -13,16 +13,27 @@ else the defaults; a given option overrides, and the stages it affects rebuild.
 The temp folder starts as a hard-link copy of the outputs of the stages that are reused (never
 of a stage that runs or that no longer exists); a stage that runs writes new files there, so the
 live index is never modified in place.
+
+The swap: readers always find a complete index at the path. On Linux the finished temp folder
+and the live one are exchanged in one renameat2(RENAME_EXCHANGE) call; where that is not
+supported, the live index is renamed to `.NAME.old` before the temp folder takes its place, and
+readers that find no index at the path open `.NAME.old` (`IndexPaths`), which the next build
+renames back if the swap never finished. A failed build removes its temp folder and lock file;
+one killed outright leaves them, and the next build in the same folder removes those whose
+owner process is gone (see `_clean_stale`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import gc
 import json
 import os
 import shutil
+import socket
 import time
 import traceback
 from collections.abc import Iterator, Mapping
@@ -32,7 +43,7 @@ from typing import Any, TypeVar
 
 from index.kg_stage import KgSource, build_kg, remove_doc_ids
 from index.manifest import read_manifest, stable_hash, write_manifest
-from index.paths import SCHEMA_VERSION, IndexPaths
+from index.paths import SCHEMA_VERSION, IndexPaths, previous_root
 from ingest.errors import IndexError_, InputError
 from ingest.freebase import FREEBASE_DROP_PREFIXES
 from ingest.kg_readers import KgOptions
@@ -93,6 +104,7 @@ def build_index(
     out.parent.mkdir(parents=True, exist_ok=True)
     with _build_lock(out):
         _recover(out)
+        _clean_stale(out)
         old = read_manifest(IndexPaths(out)) if (out / "manifest.json").exists() else None
         if out.exists() and old is None and any(out.iterdir()):
             raise IndexError_(f"{out}: exists, is not empty and is not an index; choose another --out")
@@ -133,10 +145,10 @@ def build_index(
         report.removed = [name for name in old_stages if fingerprints.get(name) is None]
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        _hardlink_copy(out, tmp, keep=[p for name in reused for p in STAGE_OUTPUTS[name]])
         paths = IndexPaths(tmp)
         stages: dict[str, Any] = {}
         try:
+            _hardlink_copy(out, tmp, keep=[p for name in reused for p in STAGE_OUTPUTS[name]])
             if "kg" in reused and fingerprints["docs"] is None and paths.entities.exists():
                 remove_doc_ids(paths.entities)  # links to documents the index no longer has
             for name, fp in fingerprints.items():
@@ -158,7 +170,10 @@ def build_index(
             gc.collect()
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        _swap(tmp, out)
+        try:
+            _swap(tmp, out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # after an exchange: the previous index
         shutil.rmtree(_cache_dir(out), ignore_errors=True)
         report.counts = manifest["counts"]
         report.stage_counts = {name: stage.get("counts", {}) for name, stage in stages.items()}
@@ -421,33 +436,141 @@ def _cache_dir(out: Path) -> Path:
     return out.parent / f".{out.name}.cache"
 
 
+RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two folders (Linux renameat2 RENAME_EXCHANGE); False where the system
+    or the file system does not support it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(code, f"cannot exchange {a} and {b}: {os.strerror(code)}")
+
+
 def _swap(tmp: Path, out: Path) -> None:
-    old = out.parent / f".{out.name}.old"
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(out, old)
+    """Put the finished index `tmp` at `out`. At every instant a reader finds a complete index:
+    the new or the previous one at `out`, or (two-rename fallback only) the previous one at
+    `.NAME.old`, where `IndexPaths` looks when `out` is missing. After an exchange the previous
+    index is at `tmp`, which the caller removes."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    if _exchange(tmp, out):
+        return
+    old = previous_root(out)
+    shutil.rmtree(old, ignore_errors=True)
+    os.rename(out, old)
     os.rename(tmp, out)
     shutil.rmtree(old, ignore_errors=True)
 
 
 def _recover(out: Path) -> None:
-    """Finish or undo a swap that a crash interrupted, and drop temp folders of dead builds."""
-    old = out.parent / f".{out.name}.old"
+    """Finish or undo a swap that a crash interrupted."""
+    old = previous_root(out)
     if old.exists():
         if out.exists():
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(old, out)
-    for tmp in out.parent.glob(f".{out.name}.tmp-*"):
-        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def _lock_is_free(lock_path: Path) -> bool:
+    """Whether nobody holds the build lock at `lock_path` (no file: nobody)."""
+    try:
+        handle = lock_path.open("r")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
+def _clean_stale(out: Path) -> None:
+    """Remove what dead builds left beside `out` (a kill -9 runs no cleanup): temp folders
+    `.NAME.tmp-PID` whose process is gone and whose index nobody is building (this build holds
+    the lock of `out`), and lock files nobody holds. A live build keeps its lock and its
+    process, so it is never touched."""
+    parent = out.parent
+    for tmp in parent.glob(".*.tmp-*"):
+        name, _, pid = tmp.name[1:].rpartition(".tmp-")
+        if not pid.isdigit() or not tmp.is_dir():
+            continue
+        unlocked = name == out.name or _lock_is_free(parent / f".{name}.lock")
+        if (int(pid) == os.getpid() or not _pid_alive(int(pid))) and unlocked:
+            shutil.rmtree(tmp, ignore_errors=True)
+    for lock_path in parent.glob(".*.lock"):
+        _remove_free_lock(lock_path)
+
+
+def _remove_free_lock(lock_path: Path) -> None:
+    """Unlink a lock file while holding it (a builder that opened it before checks the inode)."""
+    try:
+        handle = lock_path.open("r")
+    except OSError:
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        with contextlib.suppress(OSError):
+            if os.fstat(handle.fileno()).st_ino == os.stat(lock_path).st_ino:
+                lock_path.unlink()
 
 
 @contextlib.contextmanager
 def _build_lock(out: Path) -> Iterator[None]:
+    """One build per index. The lock file says who holds it (pid, host) and is removed when the
+    build ends, failed or not; a lock file left by a killed build is free (the kernel drops the
+    lock with its process) and is removed by the next build."""
     lock_path = out.parent / f".{out.name}.lock"
-    with lock_path.open("w") as fh:
+    while True:
+        fh = lock_path.open("a+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise IndexError_(f"{out}: another build of this index is running") from exc
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            fh.close()
+            raise IndexError_(f"{out}: another build of this index is running ({holder})") from exc
+        try:
+            same = os.fstat(fh.fileno()).st_ino == os.stat(lock_path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        fh.close()  # removed by the build that held it: lock the new file instead
+    try:
+        fh.truncate(0)
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        fh.flush()
         yield
+    finally:
+        with contextlib.suppress(OSError):
+            lock_path.unlink()
+        fh.close()

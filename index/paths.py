@@ -8,11 +8,29 @@ from pathlib import Path
 SCHEMA_VERSION = 1
 
 
+def previous_root(root: Path) -> Path:
+    """Where a build keeps the previous index while it moves the new one into place (only where
+    the atomic exchange of two folders is not supported; see index/build.py `_swap`)."""
+    return root.parent / f".{root.name}.old"
+
+
 @dataclass(frozen=True)
 class IndexPaths:
-    """Where each artefact of an index lives, relative to its root folder."""
+    """Where each artefact of an index lives, relative to its root folder.
+
+    When no folder is at `root` but the previous index is at `.NAME.old` (a build was killed
+    between the two renames of its swap), `root` is that folder: readers always find a complete
+    index. The next build moves it back."""
 
     root: Path
+
+    def __post_init__(self) -> None:
+        root = Path(self.root)
+        if not root.exists():
+            previous = previous_root(root)
+            if (previous / "manifest.json").is_file():
+                root = previous
+        object.__setattr__(self, "root", root)
 
     @property
     def manifest(self) -> Path:
