@@ -53,9 +53,11 @@ test: setup  ## lint, then the whole test suite
 test-fast: setup  ## tests without the slow real-model ones
 	$(PY) -m pytest -q -ra -m 'not slow'
 
-index: setup  ## build the demo index (KG + documents + vectors) at $(INDEX)
-	$(PY) cli.py index --out $(INDEX) --kg data/demo/kg.ttl --kg-format turtle \
-	  --docs data/demo/reports --docs-format files --collection domain
+# The recipe of the index (sources, formats, collections, options): a checked-in TOML file.
+INDEX_CONFIG ?= data/demo/index.toml
+
+index: setup  ## build the index that $(INDEX_CONFIG) describes (default: the demo's) at $(INDEX)
+	$(PY) cli.py index --config $(INDEX_CONFIG) --out $(INDEX)
 
 DEMO_METHODS ?= tog
 

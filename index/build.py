@@ -53,7 +53,8 @@ from ingest.sources import fingerprint, same_content
 
 STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "kg": ("kg", "entities.parquet", "relations.parquet", "dropped_docs.jsonl", ".rejects-kg.jsonl"),
-    "docs": ("documents.parquet", "chunks.parquet", "bm25", ".rejects-docs.jsonl"),
+    # entities.parquet: in an index without a KG, the entities made from its documents
+    "docs": ("documents.parquet", "chunks.parquet", "bm25", ".rejects-docs.jsonl", "entities.parquet"),
     "vectors": ("vectors", "embeddings"),
 }
 _Options = TypeVar("_Options")
@@ -89,6 +90,7 @@ def build_index(
     *,
     replace_sources: bool = False,
     rebuild: bool = False,
+    recipe: Mapping[str, Any] | None = None,
 ) -> BuildReport:
     """Create or update the index at `out` from the given sources.
 
@@ -97,7 +99,8 @@ def build_index(
     the options to change, and None changes none: every other option is the one recorded by the
     last build, else its default. `replace_sources` forgets the recorded sources and options:
     the index is made of what is given now (a stage whose inputs are unchanged is still reused).
-    `rebuild` runs every stage.
+    `rebuild` runs every stage. `recipe` ({path, sha256} of an `index --config` file) is
+    recorded in the manifest of the index this build writes.
     """
     out = out.resolve()
     started = time.monotonic()
@@ -163,6 +166,8 @@ def build_index(
                 report.ran.append(name)
             report.rejects = _merge_rejects(paths)
             manifest = _manifest(old, stages, kg_entries, doc_entries, build_options, report.rejects)
+            if recipe is not None:
+                manifest["recipe"] = dict(recipe)
             write_manifest(paths, manifest)
         except BaseException as exc:
             # The traceback's frames still hold the half-built store open; release it first.
@@ -303,7 +308,12 @@ def _stage_fingerprints(
     has_docs = _has_docs(kg_entries, doc_entries, kg_options)
     options = asdict(doc_options) if doc_options is not None else {}
     chunking = {k: options.get(k) for k in ("chunk_size", "chunk_overlap")}
-    docs_fp = stable_hash([content(doc_entries), chunking, kg_fp]) if has_docs else None
+    if options.get("docs_map"):  # the maps by content (no key without maps: older indexes stay valid)
+        chunking["docs_map"] = [_fingerprint_or_error(Path(p)).get("sha256") for p in options["docs_map"]]
+    # Without a KG the documents stage makes the entity table from the documents: a docs-only
+    # index built before it did rebuilds its documents stage once.
+    kg_part = kg_fp if kg_fp is not None or not doc_entries else "entities from documents"
+    docs_fp = stable_hash([content(doc_entries), chunking, kg_part]) if has_docs else None
     # The model by its content, not its path (a copied or moved model folder embeds the same);
     # batch and shard sizes change how vectors are computed, not what they are.
     embedding = {k: options.get(k) for k in ("faiss_kind", "entity_vectors")} | {"model": model_fingerprint}
@@ -421,7 +431,7 @@ def _hardlink_copy(src: Path, dst: Path, keep: list[str]) -> None:
     """Create `dst` with hard links to the entries of `src` named in `keep` (the outputs of the
     reused stages): outputs of a stage that runs or no longer exists are not carried over."""
     dst.mkdir(parents=True)
-    for name in keep:
+    for name in dict.fromkeys(keep):  # entities.parquet is an output of two stages
         child = src / name
         if not child.exists():
             continue

@@ -2,7 +2,10 @@
 
 `build_documents`: read every document source (plus `dropped_docs.jsonl` when the KG stage wrote
 one), link documents to KG entities, chunk them, and write documents.parquet, chunks.parquet,
-bm25/ and the `doc_ids` column of entities.parquet.
+bm25/ and the `doc_ids` column of entities.parquet. An index without a KG gets an entity table
+made from its documents (`TitleEntities`: each document title, and each entity a document
+names), so that linking, `docs chunks` and the methods that look up an entity's documents work
+on a documents-only index too.
 `build_vectors`: embed chunks and entity labels (resumable shards) and write vectors/.
 
 Chunk rows are ordered by collection, then entity, so that a collection is one contiguous row
@@ -13,6 +16,7 @@ entity's chunks.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -26,6 +30,7 @@ import pyarrow.parquet as pq
 
 from index.bm25_index import build_bm25
 from index.chunking import ChunkSpan, chunk_spans
+from index.kg_stage import ENTITY_SCHEMA
 from index.paths import IndexPaths
 from index.vectors import (
     FAISS_KINDS,
@@ -37,11 +42,12 @@ from index.vectors import (
     write_meta,
 )
 from ingest.doc_records import Document
+from ingest.docs_map import DocsMap
 from ingest.documents import DOC_FORMATS, iter_documents
 from ingest.documents import detect_doc_format as _detect
 from ingest.errors import InputError
 from ingest.rejects import Reject, RejectLog
-from ingest.terms import expand_entity_id
+from ingest.terms import expand_entity_id, local_name, mint_entity
 
 COLLECTIONS = ("wiki", "web", "domain")
 # Rows per Parquet row group of chunks.parquet: small enough for DuckDB to skip most of them.
@@ -96,6 +102,7 @@ class DocOptions:
     batch_size: int = 64  # texts per encode batch
     shard_size: int = 4096  # vectors per resumable shard
     entity_vectors: bool = True  # also embed entity labels (label-similarity linking)
+    docs_map: tuple[str, ...] = ()  # CSV files mapping document files to entities (ingest/docs_map.py)
 
 
 def detect_doc_format(path: Path) -> str:
@@ -119,19 +126,25 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
     sources = list(sources)
     if paths.dropped_docs.exists() and paths.dropped_docs.stat().st_size > 0:
         sources.append(DocSource(paths.dropped_docs, "jsonl", "wiki"))
+    docs_map = DocsMap.read(Path(p) for p in options.docs_map)
     linker = TitleLinker.open(paths)
+    titles = TitleEntities() if linker.table is None else None  # no KG: entities from the documents
+    unknown: list[str] = []  # mapped entities the KG does not have, with the place of the mapping
     staging = paths.root / ".chunks-staging.parquet"
     doc_tmp = paths.documents.with_name(paths.documents.name + ".tmp")
     seen: set[str] = set()
     with _StageWriter(doc_tmp, staging) as writer:
         for source in sources:
-            for doc in _documents(source, rejects):
+            for doc in _documents(source, rejects, docs_map):
                 if doc.id in seen:
                     rejects.add(Reject(str(source.path), None, f"duplicate document id {doc.id!r} (the first one is kept)", doc.title))
                     continue
                 seen.add(doc.id)
-                entity, reason = linker.link(doc, source.collection)
+                entity, reason = (titles or linker).link(doc, source.collection)
+                if entity is None and doc.entity_origin:
+                    unknown.append(f"{doc.entity_origin}: {doc.entity!r}")
                 writer.add(doc, source, entity, reason, chunk_spans(doc.text, options.chunk_size, options.chunk_overlap))
+    _check_mapping(docs_map, unknown)
     if writer.counts["chunks"] == 0:
         staging.unlink(missing_ok=True)
         doc_tmp.unlink(missing_ok=True)
@@ -141,9 +154,11 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
     ranges = _write_sorted_chunks(staging, paths.chunks)
     staging.unlink()
     _build_sparse(paths)
-    if paths.entities.exists():
+    if titles is not None:
+        titles.write(paths.entities, writer.doc_ids_of)
+    elif paths.entities.exists():
         _write_doc_ids(paths.entities, writer.doc_ids_of)
-    return {
+    counts: dict[str, object] = {
         "documents": writer.counts["documents"],
         "chunks": writer.counts["chunks"],
         "linked_documents": writer.counts["linked_documents"],
@@ -153,6 +168,27 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
         "link_reasons": dict(writer.reasons),
         "doc_rejects": rejects.total,
     }
+    if titles is not None:
+        counts["title_entities"] = len(titles.rows)
+    if len(docs_map):
+        counts["mapped_documents"] = len(docs_map)
+    return counts
+
+
+def _check_mapping(docs_map: DocsMap, unknown: list[str]) -> None:
+    """InputError for mapped entities the index does not have and for map rows naming a file
+    that no `files` source read (both name the place of the mapping)."""
+    if unknown:
+        more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        raise InputError(
+            f"{len(unknown)} document(s) are mapped to an entity the KG does not have (give an IRI or the "
+            f"exact label of a KG entity): {'; '.join(unknown[:5])}{more}"
+        )
+    unused = docs_map.unused()
+    if unused:
+        file, entry = unused[0]
+        more = f" (and {len(unused) - 1} more rows)" if len(unused) > 1 else ""
+        raise InputError(f"{entry.origin}: {file} is not a document of any --docs source of format files{more}")
 
 
 class _StageWriter:
@@ -221,9 +257,56 @@ def _check_options(sources: list[DocSource], options: DocOptions) -> None:
             raise InputError(f"{source.path}: unknown document format {source.format!r} (expected one of {', '.join(DOC_FORMATS)})")
 
 
-def _documents(source: DocSource, rejects: RejectLog) -> Iterator[Document]:
+def _documents(source: DocSource, rejects: RejectLog, docs_map: DocsMap | None = None) -> Iterator[Document]:
     fmt = detect_doc_format(source.path) if source.format == "auto" else source.format
-    return iter_documents(source.path, fmt, rejects)
+    return iter_documents(source.path, fmt, rejects, docs_map)
+
+
+class TitleEntities:
+    """The entity table of an index without a KG, made from its documents: every linkable,
+    titled document outside `web` links to the entity of its title (minted as a TSV KG would
+    mint that name, so a KG added later names it the same), and a document that names an entity
+    (JSONL `entity`, `--docs-map`, front matter) links to that one (an id as it is, a name
+    minted). AdvHotpotQA's distractors and untitled documents stay unlinked."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, str] = {}  # entity id -> label, in first-seen order
+
+    def link(self, doc: Document, collection: str) -> tuple[str | None, str | None]:
+        """(entity id, reason) with reason in given|title; (None, None) for no entity."""
+        if doc.entity:
+            given = doc.entity.strip()
+            if _is_entity_id(given):
+                entity = expand_entity_id(given)
+                self.rows.setdefault(entity, doc.title.strip() or local_name(entity))
+            else:
+                entity = mint_entity(given)
+                self.rows.setdefault(entity, given)
+            return entity, "given"
+        title = doc.title.strip()
+        if not doc.linkable or not title or collection == "web":
+            return None, None
+        entity = mint_entity(title)
+        self.rows.setdefault(entity, title)
+        return entity, "title"
+
+    def write(self, entities: Path, doc_ids_of: dict[str, list[str]]) -> None:
+        """entities.parquet (KG columns, degree 0) with the `doc_ids` of each entity."""
+        ids = list(self.rows)
+        schema = ENTITY_SCHEMA.append(pa.field("doc_ids", pa.list_(pa.string())))
+        table = pa.table({
+            "id": ids, "label": [self.rows[i] for i in ids], "aliases": [[] for _ in ids],
+            "description": [None] * len(ids), "degree": [0] * len(ids), "wikipedia_title": [None] * len(ids),
+            "doc_ids": [doc_ids_of.get(i, []) for i in ids],
+        }, schema=schema)
+        tmp = entities.with_name(entities.name + ".tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, entities)
+
+
+def _is_entity_id(text: str) -> bool:
+    """An IRI or a short id (Q42, m.0abc, <iri>) rather than a name ("Acme Corp")."""
+    return expand_entity_id(text) != text or re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:\S+", text) is not None
 
 
 class TitleLinker:

@@ -44,7 +44,10 @@ class EntityTable:
     def open(cls, paths: IndexPaths) -> EntityTable:
         read_manifest(paths)  # a clear error when the folder is not an index
         if not paths.entities.exists():
-            raise IndexError_(f"{paths.root}: index has no entity table (was it built with --kg?)")
+            raise IndexError_(
+                f"{paths.root}: index has no entity table (build it with --kg or --docs; a documents-only "
+                f"index made before documents gave entities gets one from `index --out {paths.root}`)"
+            )
         return cls.from_parquet(paths.entities)
 
     @classmethod

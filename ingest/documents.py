@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from ingest.doc_records import Document
+from ingest.docs_map import DocsMap, split_front_matter
 from ingest.errors import InputError
 from ingest.progress import Reporter, progress_bar
 from ingest.rejects import Reject, RejectLog
@@ -25,8 +26,9 @@ HOTPOT_NO_TITLE = "added"
 __all__ = ["DOC_FORMATS", "Document", "detect_doc_format", "iter_documents", "read_documents"]
 
 
-def iter_documents(path: Path, fmt: str, rejects: RejectLog) -> Iterator[Document]:
-    """Documents of one source with a progress bar (bytes read, or files for a folder)."""
+def iter_documents(path: Path, fmt: str, rejects: RejectLog, docs_map: DocsMap | None = None) -> Iterator[Document]:
+    """Documents of one source with a progress bar (bytes read, or files for a folder).
+    `docs_map` gives entities (and titles) to the files of a `files` source."""
     fmt = detect_doc_format(path) if fmt == "auto" else fmt
     if fmt == "files" and path.is_dir():
         total, unit = float(len(_text_files(path))), "files"
@@ -35,10 +37,12 @@ def iter_documents(path: Path, fmt: str, rejects: RejectLog) -> Iterator[Documen
     else:
         total, unit = float(check_file(path).stat().st_size), "bytes"
     with progress_bar(f"documents {path.name}", total, unit) as reporter:
-        yield from read_documents(path, fmt, rejects, reporter)
+        yield from read_documents(path, fmt, rejects, reporter, docs_map)
 
 
-def read_documents(path: Path, fmt: str, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
+def read_documents(
+    path: Path, fmt: str, rejects: RejectLog, reporter: Reporter, docs_map: DocsMap | None = None
+) -> Iterator[Document]:
     """Documents of `path` read as `fmt` (one of DOC_FORMATS; "auto" detects it)."""
     if fmt == "auto":
         fmt = detect_doc_format(path)
@@ -51,7 +55,7 @@ def read_documents(path: Path, fmt: str, rejects: RejectLog, reporter: Reporter)
             raise InputError(f"{path}: no such file or folder")
         return read_wikiextractor(path, rejects, reporter)
     if fmt == "files":
-        return read_files(path, rejects, reporter)
+        return read_files(path, rejects, reporter, docs_map)
     if fmt == "hotpot":
         return read_hotpot(path, rejects, reporter)
     raise InputError(f"{path}: unknown document format {fmt!r} (expected one of {', '.join(DOC_FORMATS)})")
@@ -166,8 +170,11 @@ def _jsonl_record(line: str, path: Path, line_no: int, rejects: RejectLog) -> Do
 # ------------------------------------------------------------------------------------------
 
 
-def read_files(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[Document]:
-    """Each text, markdown or HTML file is a document; its id is `<folder name>/<path inside>`."""
+def read_files(path: Path, rejects: RejectLog, reporter: Reporter, docs_map: DocsMap | None = None) -> Iterator[Document]:
+    """Each text, markdown or HTML file is a document; its id is `<folder name>/<path inside>`.
+
+    A text or markdown file may start with front matter (`entity:`, `title:`); a row of
+    `docs_map` for the file gives its entity (and title) too. The two must agree."""
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     files = _text_files(path) if path.is_dir() else [path]
@@ -187,11 +194,22 @@ def read_files(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[D
         except UnicodeDecodeError as exc:
             rejects.add(Reject(str(file), None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
             continue
-        title, text = _file_title_text(file, raw)
+        front, body = (None, raw) if file.suffix.lower() in (".html", ".htm") else split_front_matter(raw)
+        title, text = _file_title_text(file, body)
         if not text:
             rejects.add(Reject(str(file), None, "empty document"))
             continue
-        yield Document(id=doc_id, title=title, text=text)
+        entity, origin = None, None
+        if front is not None:
+            title = front.title or title
+            if front.entity:
+                entity, origin = front.entity, f"{file}:{front.entity_line}"
+        mapped = docs_map.lookup(file) if docs_map is not None else None
+        if mapped is not None:
+            if entity is not None and entity != mapped.entity:
+                raise InputError(f"{mapped.origin}: maps {file} to {mapped.entity!r}, but its front matter ({origin}) says {entity!r}")
+            entity, origin, title = mapped.entity, mapped.origin, mapped.title or title
+        yield Document(id=doc_id, title=title, text=text, entity=entity, entity_origin=origin)
 
 
 def _text_files(folder: Path) -> list[Path]:

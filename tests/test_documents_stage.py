@@ -125,7 +125,13 @@ def test_documents_without_a_kg_keep_their_given_entity(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_text('{"id": "x", "title": "Douglas Adams", "text": "Writer.", "entity": "Q42"}\n{"id": "y", "title": "T", "text": "Text."}\n')
     counts, _ = build(paths, [DocSource(source, "auto", "wiki")])
-    assert counts["linked_documents"] == 1 and not paths.entities.exists()
+    # without a KG the entity table is made from the documents: the given entity, and each title
+    assert counts["linked_documents"] == 2 and counts["title_entities"] == 2
+    rows = pq.read_table(paths.entities).to_pylist()
+    assert [(r["id"], r["label"], r["doc_ids"]) for r in rows] == [
+        ("http://www.wikidata.org/entity/Q42", "Douglas Adams", ["x"]),
+        ("https://localkg.example/entity/T", "T", ["y"]),
+    ]
     assert ParquetDocumentStore(paths).chunks_of("http://www.wikidata.org/entity/Q42")[0].doc_id == "x"
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from engine.access.absent_kg import AbsentKG
 from engine.access.documents import ParquetDocumentStore
 from engine.access.kg import open_kg
 from engine.access.linking import EntityLinker, LabelIndex
@@ -32,7 +33,8 @@ def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True,
     index folder, so the endpoint must hold the KG the index was built from."""
     paths = IndexPaths(Path(index))
     entities = EntityTable.open(paths)  # first: a clear error when the folder is no index
-    kg = open_kg(Path(index), kg_endpoint)
+    # an index of documents only: document methods run, KG methods fail saying why
+    kg = open_kg(Path(index), kg_endpoint) if kg_endpoint or paths.kg.exists() else AbsentKG(paths.root)
     model = open_llm(llm, cache=cache) if llm is None or isinstance(llm, str) else llm
     # one store for the context and for the embedder it carries
     open_docs: Callable[[], DocumentStore] = functools.cache(partial(ParquetDocumentStore, paths))
