@@ -196,14 +196,17 @@ def source_reasons(entry: dict[str, Any], top: int = 3) -> str:
     return ", ".join(f"{reason} {n:,}" for reason, n in reasons.most_common(top))
 
 
+def _why_empty(entry: dict[str, Any]) -> str:
+    """The top reasons of a source without facts, with what they mean where that is known."""
+    reasons = source_reasons(entry) or "the file holds no triple"
+    top = next(iter(entry.get("filtered") or {}), "")
+    hint = _EMPTY_HINTS.get((entry["format"], top))
+    return f"{reasons} ({hint})" if hint else reasons
+
+
 def empty_source_message(entry: dict[str, Any]) -> str:
     """The error for a source that gave no fact and no metadata, naming the file and why."""
-    reasons = source_reasons(entry) or "the file holds no triple"
-    message = f"{entry['path']}: 0 facts read ({entry['format']}): {reasons}"
-    top = next(iter(entry.get("filtered") or {}), None)
-    hint = _EMPTY_HINTS.get((entry["format"], top or ""))
-    if hint:
-        message += f" ({hint})"
+    message = f"{entry['path']}: 0 facts read ({entry['format']}): {_why_empty(entry)}"
     return message + "; nothing was indexed (an existing index is unchanged); pass --allow-empty to build anyway"
 
 
@@ -220,7 +223,7 @@ def kg_summary_lines(counts: dict[str, Any]) -> list[str]:
         lines.append(line)
         if entry["facts_read"] == 0:
             what = "no facts, metadata only" if entry.get("metadata") else "NOTHING from this source"
-            lines.append(f"    {what}: " + (source_reasons(entry) or "the file holds no triple"))
+            lines.append(f"    {what}: {_why_empty(entry)}")
         elif reasons := source_reasons(entry, top=5):
             lines.append(f"    filtered/rejected: {reasons}")
     external = counts.get("external_ids")
