@@ -130,6 +130,7 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
     linker = TitleLinker.open(paths)
     titles = TitleEntities() if linker.table is None else None  # no KG: entities from the documents
     unknown: list[str] = []  # mapped entities the KG does not have, with the place of the mapping
+    mapped = 0  # documents whose entity a --docs-map row or front matter gives
     staging = paths.root / ".chunks-staging.parquet"
     doc_tmp = paths.documents.with_name(paths.documents.name + ".tmp")
     seen: set[str] = set()
@@ -141,8 +142,10 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
                     continue
                 seen.add(doc.id)
                 entity, reason = (titles or linker).link(doc, source.collection)
-                if entity is None and doc.entity_origin:
-                    unknown.append(f"{doc.entity_origin}: {doc.entity!r}")
+                if doc.entity_origin:
+                    mapped += 1
+                    if entity is None:
+                        unknown.append(f"{doc.entity_origin}: {doc.entity!r}")
                 writer.add(doc, source, entity, reason, chunk_spans(doc.text, options.chunk_size, options.chunk_overlap))
     _check_mapping(docs_map, unknown)
     if writer.counts["chunks"] == 0:
@@ -170,8 +173,8 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
     }
     if titles is not None:
         counts["title_entities"] = len(titles.rows)
-    if len(docs_map):
-        counts["mapped_documents"] = len(docs_map)
+    if mapped:
+        counts["mapped_documents"] = mapped
     return counts
 
 
@@ -181,8 +184,8 @@ def _check_mapping(docs_map: DocsMap, unknown: list[str]) -> None:
     if unknown:
         more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
         raise InputError(
-            f"{len(unknown)} document(s) are mapped to an entity the KG does not have (give an IRI or the "
-            f"exact label of a KG entity): {'; '.join(unknown[:5])}{more}"
+            f"{len(unknown)} document(s) are mapped to an entity the KG does not have (give an IRI, or a label "
+            f"or alias of a KG entity): {'; '.join(unknown[:5])}{more}"
         )
     unused = docs_map.unused()
     if unused:
