@@ -31,14 +31,15 @@ def _cost_line(record: AnswerRecord) -> Text:
 
 
 def score_text(score: float | None, kind: str | None) -> str:
-    """A score with what it is: "cosine 0.412 to the question", "path score 0.333 (product ...)"."""
+    """A score with what it is: "cosine 0.412 to the question", "path score 0.333" (a path
+    score's making, "path score: product of ...", goes in the evidence header, once)."""
     if score is None:
         return ""
     if not kind:
         return f"score {score:.3f}"
+    if kind.startswith("path score"):
+        return f"path score {score:.3f}"
     head, _, rest = kind.partition(" ")
-    if kind.startswith("path score"):  # "path score: how it is made"
-        return f"path score {score:.3f} ({kind.partition(': ')[2]})"
     return f"{head} {score:.3f} {rest}".strip()
 
 
@@ -53,7 +54,11 @@ def chunk_text(path: Any) -> str:
 
 
 def _paths_tree(record: AnswerRecord) -> Tree:
-    tree = Tree(Text(f"evidence ({len(record.paths)} paths)", style="bold"))
+    header = f"evidence ({len(record.paths)} paths)"
+    kinds = sorted({p.score_kind for p in record.paths if p.score_kind and p.score_kind.startswith("path score")})
+    if kinds:  # say once how a path score is made
+        header += "; " + "; ".join(kinds)
+    tree = Tree(Text(header, style="bold"))
     for path in record.paths[:MAX_PATHS]:
         scored = score_text(path.score, path.score_kind)
         score = f"  [{scored}]" if scored else ""
@@ -87,6 +92,9 @@ def _trace_tree(trace: list[dict[str, Any]]) -> Tree:
         rels = "; ".join(f"{e}: {r}" for e, r in step.get("relations", []))
         node.add(Text(f"relations  {rels or '—'}"))
         node.add(Text(f"entities   {'; '.join(step.get('entities', [])) or '—'}"))
+        if step.get("ungrounded_answer"):
+            node.add(Text(f"not believed: \"{step['ungrounded_answer']}\" names no entity the paths reached",
+                          style="yellow"))
     return tree
 
 
