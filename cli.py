@@ -757,11 +757,14 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
 @click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
 @click.option("--retry-errors", is_flag=True, help="Drop records that ended in an error and answer those questions again.")
 @click.option("--force-config", is_flag=True, help="Resume even though questions, index, model or a config changed (recorded in run.json).")
+@click.option("--restart", is_flag=True,
+              help="Start the run in --out again: its records move aside into previous-<time>/ (a run that did not "
+              "complete starts again by itself when its setup changed).")
 @_kg_endpoint_option
 @_plugin_option
 def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | None, fmt: str,
               limit: int | None, sample: int | None, seed: int, workers: int, settings: tuple[str, ...],
-              no_cache: bool, retry_errors: bool, force_config: bool, kg_endpoint: str | None,
+              no_cache: bool, retry_errors: bool, force_config: bool, restart: bool, kg_endpoint: str | None,
               plugins: tuple[str, ...]) -> None:
     """Answer every question of a file with each method; resumable at any moment.
 
@@ -782,7 +785,8 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
     options = BatchOptions(
         index=index, questions=questions, methods=[m for m in methods.split(",") if m.strip()], out=out,
         llm=llm, fmt=fmt, limit=limit, sample=sample, seed=seed, workers=workers, settings=list(settings),
-        cache=not no_cache, force_config=force_config, retry_errors=retry_errors, command=list(sys.argv),
+        cache=not no_cache, force_config=force_config, restart=restart, retry_errors=retry_errors,
+        command=list(sys.argv),
         kg_endpoint=kg_endpoint, plugins=list(plugins),
     )
     try:
@@ -792,6 +796,8 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
     per_method = ", ".join(f"{m} {v['ran']} ({v['errors']} errors)" for m, v in report.per_method.items())
     click.echo(f"{out}: {report.questions} questions x {len(report.methods)} methods: {report.ran} answered now "
                f"({per_method}), {report.already_done} already done, in {report.seconds:.1f}s")
+    if report.requeued:
+        click.echo(f"  {report.requeued} questions answered again after their worker died")
     click.echo(f"  score it: python cli.py eval {out}")
 
 

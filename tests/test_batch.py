@@ -151,7 +151,7 @@ def test_retry_errors_answers_failed_questions_again(fake_backend: Path, pq_inde
 def test_config_change_is_refused_unless_forced(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3))
-    with pytest.raises(BatchError, match=r"oracle config \(beam\).*--force-config"):
+    with pytest.raises(BatchError, match=r"oracle config \(beam 3 -> 5\).*--restart.*--force-config"):
         run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, settings=["beam=5"]))
     with pytest.raises(BatchError, match="questions limit"):
         run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=4))
@@ -164,7 +164,7 @@ def test_config_change_is_refused_unless_forced(fake_backend: Path, pq_index: Pa
     run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, settings=["oracle.beam=5"], force_config=True))
     run = json.loads((out / "run.json").read_text())
     assert run["methods"]["oracle"]["config"]["beam"] == 5 and "slow" in run["methods"]
-    assert "oracle config (beam)" in run["history"][0]["forced"][0]
+    assert "oracle config (beam 3 -> 5)" in run["history"][0]["forced"][0]
 
 
 def test_settings_and_methods_are_checked(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:

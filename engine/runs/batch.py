@@ -7,12 +7,25 @@ run can be killed at any moment (kill -9 included) and the same command finishes
 exactly one record per question and method.
 
 `run.json` (written atomically) holds the command, the questions' selection, the per-method
-config, the index and model fingerprints and the versions. A resumed run whose questions, index,
-model or a method's config differ is refused (`force_config` overrides and records the change),
-so one run folder never mixes configs. A new method may join an existing run.
+config, the index and model fingerprints and the versions, and the run's status: "running"
+(with the writer's pid and host), "complete", "failed" or "interrupted" (Ctrl-C, SIGTERM). A
+run killed outright (kill -9) leaves "running"; the next command in that folder, which holds the
+folder's lock, finds the writer gone and records it as "interrupted" (`run_status` reports
+it as stale meanwhile). So the status is always true, also when the next command is refused.
+
+When the questions, index, model or a method's config differ from the folder's run:
+- the run is complete: refused (one folder never mixes configs), unless `restart` (start
+  again) or `force_config` (continue anyway; the change is recorded in the history);
+- the run is not complete (failed, interrupted, killed): it starts again by itself, since its
+  inputs were fixed. Either way a restart moves the old records and run.json aside into
+  `previous-<UTC time>/` in the run folder (nothing is deleted) and says what changed.
+A new method may join an existing run.
 
 `workers > 1` starts that many spawned processes, each opening its own context (index + model);
-the parent is the only writer. Workers exit when the parent dies.
+the parent is the only writer and hands out one question at a time, so it knows what each
+worker holds. A worker that dies (kill -9, a crash in native code) is replaced and its question
+is answered again; a question that kills two workers gets an error record (`--retry-errors`
+tries it again). Workers exit when the parent dies.
 
 Methods come from the registry (`engine/methods/registry.py`); `plugins` names modules that
 register more (imported in the parent and in every worker). Each question is answered by
@@ -29,6 +42,9 @@ import os
 import platform
 import queue
 import random
+import shutil
+import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -38,13 +54,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.methods import registry
+from engine.methods.common import new_record
 from engine.methods.context import Context
 from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question
-from engine.runs.answer import FATAL_ERRORS, answer_question
+from engine.runs.answer import FATAL_ERRORS, answer_question, stamp_gold
 from engine.runs.context import open_context
-from engine.runs.transcripts import TranscriptWriter
+from engine.runs.transcripts import CALLS_DIR, TranscriptWriter
 from ingest.errors import IndexError_, InputError, LocalkgError, ModelError
+from ingest.progress import console
 
 RUN_FILE = "run.json"
 LOCK_FILE = ".batch.lock"
@@ -74,6 +92,7 @@ class BatchOptions:
     settings: list[str] = field(default_factory=list)  # "key=value" or "method.key=value"
     cache: bool = True
     force_config: bool = False
+    restart: bool = False  # a complete run with another setup: move its records aside, start again
     retry_errors: bool = False
     command: list[str] | None = None
     kg_endpoint: str | None = None  # a SPARQL endpoint serving the KG instead of the index's store
@@ -92,6 +111,9 @@ class BatchReport:
     errors: int
     seconds: float
     per_method: dict[str, dict[str, int]] = field(default_factory=dict)
+    restarted: list[str] = field(default_factory=list)  # what changed, when the run started again
+    backup: Path | None = None  # where the previous run's records went
+    requeued: int = 0  # questions answered again because their worker died
 
 
 # ---- methods and model --------------------------------------------------------------------
@@ -287,8 +309,9 @@ def write_run(out: Path, run: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """What differs between a run folder's recorded identity and this command's."""
+def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """What differs between a run folder's recorded identity and this command's: the changes
+    that concern every record, and those of single methods (method -> what changed)."""
     changes = []
     old_q, new_q = old.get("questions", {}), new["questions"]
     for key in ("sha256", "format", "limit", "sample", "seed"):
@@ -301,13 +324,89 @@ def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         changes.append(f"KG endpoint ({old.get('index', {}).get('kg_endpoint')} -> {new['index'].get('kg_endpoint')})")
     if old.get("model", {}).get("fingerprint") != new["model"]["fingerprint"]:
         changes.append(f"model ({old.get('model', {}).get('fingerprint')} -> {new['model']['fingerprint']})")
+    per_method = {}
     for method, entry in new["methods"].items():
         before = old.get("methods", {}).get(method)
         if before is not None and before.get("config_hash") != entry["config_hash"]:
             changed = sorted(k for k in set(before.get("config", {})) | set(entry["config"])
                              if before.get("config", {}).get(k) != entry["config"].get(k))
-            changes.append(f"{method} config ({', '.join(changed) or 'hash'})")
-    return changes
+            what = ", ".join(f"{k} {before.get('config', {}).get(k)!r} -> {entry['config'].get(k)!r}" for k in changed)
+            per_method[method] = f"{method} config ({what or 'hash'})"
+    return changes, per_method
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _writer_gone(out: Path, run: dict[str, Any]) -> bool:
+    """Whether the process that wrote "running" into `run` is gone: nobody holds the folder's
+    lock (or, where the lock file cannot be opened, its pid is dead on this host)."""
+    try:
+        handle = (out / LOCK_FILE).open("r")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        writer = run.get("writer") or {}
+        return writer.get("host") == socket.gethostname() and not _pid_alive(int(writer.get("pid", 0)))
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
+def run_status(out: Path, run: dict[str, Any] | None = None) -> str | None:
+    """The status of the run in `out` as it is: a "running" whose writer is gone (killed before
+    it could record anything) is reported as `interrupted (stale: ...)`."""
+    run = read_run(out) if run is None else run
+    if run is None:
+        return None
+    status = run.get("status")
+    if status == "running" and _writer_gone(out, run):
+        writer = run.get("writer") or {}
+        return f"interrupted (stale: run.json says running, but pid {writer.get('pid')} on {writer.get('host')} is gone)"
+    return None if status is None else str(status)
+
+
+def _mark_stale(out: Path, previous: dict[str, Any]) -> dict[str, Any]:
+    """Called with the folder's lock held: a "running" run.json was left by a killed writer."""
+    writer = previous.get("writer") or {}
+    note = f"pid {writer.get('pid')} on {writer.get('host')} was killed while running"
+    previous = {**previous, "status": "interrupted", "updated": _now(),
+                "history": [*previous.get("history", []), {"at": _now(), "stale": note}]}
+    write_run(out, previous)
+    console.print(f"[yellow]{out}[/]: the last run ended without a word ({note}); recorded as interrupted")
+    return previous
+
+
+def _move_aside(out: Path, previous: dict[str, Any], methods: list[str] | None) -> Path:
+    """Move the record and call files of `methods` (None: the whole run, with eval.json) into
+    `out/previous-<UTC time>/`, with a copy of run.json; nothing is deleted."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    backup, suffix = out / f"previous-{stamp}", 1
+    while backup.exists():
+        suffix += 1
+        backup = out / f"previous-{stamp}-{suffix}"
+    backup.mkdir()
+    chosen = list(previous.get("methods", {})) if methods is None else methods
+    moving = [Path(previous.get("methods", {}).get(m, {}).get("file", f"{m}.jsonl")) for m in chosen]
+    moving += [Path(CALLS_DIR) / f"{m}.jsonl" for m in chosen]
+    if methods is None:
+        moving.append(Path("eval.json"))
+    for name in moving:
+        if (out / name).exists():
+            (backup / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(out / name, backup / name)
+    shutil.copy2(out / RUN_FILE, backup / RUN_FILE)  # what the moved records were made with
+    return backup
 
 
 @contextlib.contextmanager
@@ -345,8 +444,9 @@ def _die_with_parent() -> None:
 
 
 def _worker(plugins: list[str], index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
-            tasks: Any, results: Any, parent_pid: int, kg_endpoint: str | None = None) -> None:
-    """A spawned worker: opens its own context, answers tasks until the sentinel or parent death."""
+            inbox: Any, results: Any, parent_pid: int, kg_endpoint: str | None = None, slot: int = 0) -> None:
+    """A spawned worker: opens its own context, answers the tasks of its inbox (one at a time,
+    handed out by the parent) until the sentinel or parent death."""
     _die_with_parent()
     try:
         registry.load_plugins(plugins)
@@ -355,14 +455,14 @@ def _worker(plugins: list[str], index: str, llm: str | None, cache: bool, config
             if os.getppid() != parent_pid:
                 return  # the parent was killed: stop, the rerun resumes
             try:
-                task = tasks.get(timeout=0.5)
+                task = inbox.get(timeout=0.5)
             except queue.Empty:
                 continue
             if task is None:
                 return
             position, method, question_dict = task
             question = Question(**question_dict)
-            results.put(("record", position, answer_one(method, question, ctx, configs[method])))
+            results.put(("record", slot, position, answer_one(method, question, ctx, configs[method])))
     except FATAL_ERRORS as exc:
         results.put(("fatal", type(exc).__name__, str(exc)))
     except Exception as exc:
@@ -382,53 +482,133 @@ def _run_serial(options: BatchOptions, configs: dict[str, dict[str, Any]],
         ctx.close()
 
 
+def died_record(method: str, question: Question, config: dict[str, Any], codes: list[int | None]) -> dict[str, Any]:
+    """The error record of a question whose worker died twice while answering it (so that the
+    run ends; `--retry-errors` tries it again)."""
+    record = new_record(question, method)
+    record.error = (f"WorkerDied: the worker process died while answering this question, twice "
+                    f"(exit codes {', '.join(str(c) for c in codes)})")
+    record.config_hash = registry.config_hash(method, config)
+    record.extra["config"] = config
+    return stamp_gold(record, question).to_dict()
+
+
+@dataclass
+class _Slot:
+    """One worker process, its inbox and the position of the task it holds (None: idle)."""
+
+    process: Any
+    inbox: Any
+    position: int | None = None
+    retired: bool = False  # sent the sentinel: nothing left to hand out
+
+
 def _run_parallel(options: BatchOptions, configs: dict[str, dict[str, Any]],
-                  pending: list[tuple[str, Question]], sink: Sink) -> None:
+                  pending: list[tuple[str, Question]], sink: Sink) -> int:
+    """Answer `pending` with `options.workers` processes; returns how many questions were
+    handed out again because their worker died."""
     import multiprocessing as mp
+    from collections import deque
 
     context = mp.get_context("spawn")
-    tasks, results = context.Queue(), context.Queue()
-    workers = min(options.workers, len(pending))
-    for position, (method, question) in enumerate(pending):
-        tasks.put((position, method, asdict(question)))
-    for _ in range(workers):
-        tasks.put(None)
-    procs = [
-        context.Process(target=_worker, daemon=True,
-                        args=(list(options.plugins), str(options.index), options.llm, options.cache, configs,
-                              tasks, results, os.getpid(), options.kg_endpoint))
-        for _ in range(workers)
-    ]
-    for proc in procs:
-        proc.start()
-    remaining = len(pending)
-    try:
-        while remaining:
-            try:
-                message = results.get(timeout=1.0)
-            except queue.Empty:
-                if any(p.is_alive() for p in procs):
-                    continue
-                try:  # all gone: take what they left, then give up
-                    message = results.get(timeout=1.0)
-                except queue.Empty:
-                    codes = ", ".join(str(p.exitcode) for p in procs)
-                    raise BatchError(f"workers exited (codes {codes}) with {remaining} answers missing; rerun to resume") from None
-            if message[0] == "fatal":
-                _, name, text = message
-                error_type = {"ModelError": ModelError, "IndexError_": IndexError_}.get(name, BatchError)
-                raise error_type(text)
-            _, position, record = message
+    results = context.Queue()
+    todo = deque(range(len(pending)))
+    done: set[int] = set()
+    deaths: dict[int, list[int | None]] = {}  # position -> exit codes of the workers that died on it
+    slots: dict[int, _Slot] = {}
+    idle_deaths: list[int | None] = []
+    requeued = 0
+
+    def start(slot: int) -> None:
+        inbox = context.Queue()
+        process = context.Process(target=_worker, daemon=True, args=(
+            list(options.plugins), str(options.index), options.llm, options.cache, configs,
+            inbox, results, os.getpid(), options.kg_endpoint, slot))
+        process.start()
+        slots[slot] = _Slot(process, inbox)
+
+    def assign(slot: int) -> None:
+        holder = slots[slot]
+        holder.position = todo.popleft() if todo else None
+        if holder.position is None:
+            holder.retired = True
+            holder.inbox.put(None)
+            return
+        method, question = pending[holder.position]
+        holder.inbox.put((holder.position, method, asdict(question)))
+
+    def handle(message: tuple[Any, ...]) -> None:
+        if message[0] == "fatal":
+            _, name, text = message
+            error_type = {"ModelError": ModelError, "IndexError_": IndexError_}.get(name, BatchError)
+            raise error_type(text)
+        _, slot, position, record = message
+        if position not in done:  # a dead worker's record may arrive after its task was handed out again
+            done.add(position)
             sink(pending[position][0], record)
-            remaining -= 1
+        if slot in slots and slots[slot].position == position:
+            assign(slot)
+
+    def bury(slot: int) -> None:
+        nonlocal requeued
+        holder = slots.pop(slot)
+        code = holder.process.exitcode
+        position = holder.position
+        if holder.retired:
+            pass  # it was told to stop
+        elif position is None or position in done:
+            idle_deaths.append(code)
+            if len(idle_deaths) > options.workers:
+                raise BatchError(f"workers keep dying before they answer anything (exit codes "
+                                 f"{', '.join(str(c) for c in idle_deaths)}); rerun to resume")
+        else:
+            method, question = pending[position]
+            deaths.setdefault(position, []).append(code)
+            if len(deaths[position]) >= 2:
+                console.print(f"[red]{method} {question.id}[/]: a worker died on it twice; recorded as an error")
+                done.add(position)
+                sink(method, died_record(method, question, configs[method], deaths[position]))
+            else:
+                console.print(f"[yellow]{method} {question.id}[/]: its worker died (exit code {code}); "
+                              "answering it again")
+                todo.appendleft(position)
+                requeued += 1
+        if len(done) < len(pending) and (todo or not slots):
+            start(slot)
+            assign(slot)
+
+    for slot in range(min(options.workers, len(pending))):
+        start(slot)
+        assign(slot)
+    try:
+        while len(done) < len(pending):
+            try:
+                handle(results.get(timeout=1.0))
+                continue
+            except queue.Empty:
+                pass
+            dead = [slot for slot, holder in slots.items() if not holder.process.is_alive()]
+            if not dead:
+                continue
+            with contextlib.suppress(queue.Empty):  # first take what the dead left
+                while True:
+                    handle(results.get(timeout=0.2))
+            for slot in dead:
+                if slot in slots and not slots[slot].process.is_alive():
+                    bury(slot)
     finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        for proc in procs:
-            proc.join(timeout=5)
-        tasks.cancel_join_thread()
+        for holder in slots.values():
+            with contextlib.suppress(Exception):
+                holder.inbox.put(None)
+        for holder in slots.values():
+            holder.process.join(timeout=2)
+            if holder.process.is_alive():
+                holder.process.terminate()
+                holder.process.join(timeout=5)
+        for holder in slots.values():
+            holder.inbox.cancel_join_thread()
         results.cancel_join_thread()
+    return requeued
 
 
 # ---- the batch -----------------------------------------------------------------------------
@@ -474,21 +654,51 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
         return _run_locked(options, methods, configs, selected, identity, out, progress)
 
 
+def _restart_if_changed(options: BatchOptions, identity: dict[str, Any], out: Path,
+                        previous: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str], Path | None]:
+    """Compare the folder's run with this command's setup. Returns the run to continue (None:
+    start afresh), the changes that made it start again, and where the old records went."""
+    changes, per_method = _identity_changes(previous, identity)
+    everything = [*changes, *per_method.values()]
+    if not everything and options.restart:
+        changes = everything = ["none (--restart)"]
+    if not everything:
+        return previous, [], None
+    if options.force_config:
+        history = [*previous.get("history", []), {"at": _now(), "forced": everything}]
+        return {**previous, "history": history}, [], None
+    status = previous.get("status")
+    if status == "complete" and not options.restart:
+        raise BatchError(
+            f"{out} holds a complete run with a different setup: {'; '.join(everything)}. A resumed run must "
+            f"not mix configs: use --restart to move its records aside (into {out}/previous-<time>/) and start "
+            f"again, a new --out, or --force-config to continue anyway"
+        )
+    why = "--restart" if status == "complete" else f"the last run is {status}, so it starts again"
+    # A change of questions, index or model voids every record; a method's config only its own.
+    backup = _move_aside(out, previous, None if changes else list(per_method))
+    console.print(f"[yellow]{out}[/]: setup changed: {'; '.join(everything)}; {why}; "
+                  f"the old records are in {backup}")
+    entry = {"at": _now(), "restarted": everything, "previous_status": status, "backup": str(backup)}
+    history = [*previous.get("history", []), entry]
+    if changes:
+        return {"history": history}, everything, backup
+    methods = {m: v for m, v in previous.get("methods", {}).items() if m not in per_method}
+    return {**previous, "methods": methods, "history": history}, everything, backup
+
+
 def _run_locked(options: BatchOptions, methods: list[str],
                 configs: dict[str, dict[str, Any]], selected: list[Question], identity: dict[str, Any],
                 out: Path, progress: Callable[..., Any]) -> BatchReport:
     started = time.perf_counter()
     previous = read_run(out)
-    history: list[dict[str, Any]] = list((previous or {}).get("history", []))
+    restarted: list[str] = []
+    backup: Path | None = None
+    if previous is not None and previous.get("status") == "running":
+        previous = _mark_stale(out, previous)  # this process holds the lock: that writer is gone
     if previous is not None:
-        changes = _identity_changes(previous, identity)
-        if changes and not options.force_config:
-            raise BatchError(
-                f"{out} holds a run with a different setup: {'; '.join(changes)}. A resumed run must not mix "
-                f"configs: use a new --out, or --force-config to continue anyway"
-            )
-        if changes:
-            history.append({"at": _now(), "forced": changes})
+        previous, restarted, backup = _restart_if_changed(options, identity, out, previous)
+    history: list[dict[str, Any]] = list((previous or {}).get("history", []))
     all_methods = {**(previous or {}).get("methods", {}), **identity["methods"]}
     run: dict[str, Any] = {
         "localkg_run": 1,
@@ -496,6 +706,7 @@ def _run_locked(options: BatchOptions, methods: list[str],
         "created": (previous or {}).get("created", _now()),
         "updated": _now(),
         "status": "running",
+        "writer": {"pid": os.getpid(), "host": socket.gethostname()},
         **{k: identity[k] for k in ("questions", "index", "model")},
         "methods": all_methods,
         "workers": options.workers,
@@ -506,14 +717,18 @@ def _run_locked(options: BatchOptions, methods: list[str],
     run["questions"]["ids"] = [q.id for q in selected]
     write_run(out, run)
 
-    writers = {m: RecordWriter(out / f"{m}.jsonl", retry_errors=options.retry_errors) for m in methods}
+    writers: dict[str, RecordWriter] = {}
     transcripts = TranscriptWriter(out)  # prompts and raw replies: RUN/calls/<method>.jsonl
-    already = sum(1 for m in methods for q in selected if q.id in writers[m].done)
-    pending = [(m, q) for q in selected for m in methods if q.id not in writers[m].done]
+    already = 0
     per_method = {m: {"ran": 0, "errors": 0} for m in methods}
-    counts = {"ran": 0, "errors": 0}
+    counts = {"ran": 0, "errors": 0, "requeued": 0}
     status = "failed"
+    restore_sigterm = _sigterm_interrupts()
     try:
+        for m in methods:  # a damaged record file fails the run here, and run.json says so
+            writers[m] = RecordWriter(out / f"{m}.jsonl", retry_errors=options.retry_errors)
+        already = sum(1 for m in methods for q in selected if q.id in writers[m].done)
+        pending = [(m, q) for q in selected for m in methods if q.id not in writers[m].done]
         with progress(f"batch {out.name}", total=len(pending), unit="questions") as bar:
             def sink(method: str, record: dict[str, Any]) -> None:
                 transcripts.take(method, record)  # before the record: a done question has its calls
@@ -526,7 +741,7 @@ def _run_locked(options: BatchOptions, methods: list[str],
                 bar.advance(1, status=f"{counts['errors']} errors" if counts["errors"] else "")
 
             if pending and options.workers > 1:
-                _run_parallel(options, configs, pending, sink)
+                counts["requeued"] = _run_parallel(options, configs, pending, sink)
             elif pending:
                 _run_serial(options, configs, pending, sink)
         status = "complete"
@@ -534,13 +749,30 @@ def _run_locked(options: BatchOptions, methods: list[str],
         status = "interrupted"
         raise
     finally:
+        restore_sigterm()
         for writer in writers.values():
             writer.close()
         transcripts.close()
         run.update(status=status, updated=_now(),
                    last_session={"ran": counts["ran"], "errors": counts["errors"], "already_done": already,
-                                 "seconds": round(time.perf_counter() - started, 3)})
+                                 "requeued": counts["requeued"], "seconds": round(time.perf_counter() - started, 3)})
         write_run(out, run)
     return BatchReport(out=out, questions=len(selected), methods=methods, already_done=already,
                        ran=counts["ran"], errors=counts["errors"],
-                       seconds=round(time.perf_counter() - started, 3), per_method=per_method)
+                       seconds=round(time.perf_counter() - started, 3), per_method=per_method,
+                       restarted=restarted, backup=backup, requeued=counts["requeued"])
+
+
+def _sigterm_interrupts() -> Callable[[], None]:
+    """Make SIGTERM end the run like Ctrl-C (status "interrupted"); returns the undo. Only the
+    main thread can set handlers; elsewhere nothing changes."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)

@@ -36,7 +36,7 @@ from typing import Any
 
 from engine.questions.answer_match import explored_relations as _explored
 from engine.questions.answer_match import score_record
-from engine.runs.batch import RUN_FILE, read_records, read_run
+from engine.runs.batch import RUN_FILE, read_records, read_run, run_status
 from ingest.errors import InputError
 
 EVAL_FILE = "eval.json"
@@ -239,7 +239,7 @@ def evaluate_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         "questions": {k: v for k, v in (run or {}).get("questions", {}).items() if k != "ids"},
         "index": (run or {}).get("index"),
         "model": (run or {}).get("model"),
-        "status": (run or {}).get("status"),
+        "status": run_status(run_dir, run) if run else None,  # a killed run's "running" shows as stale
         "methods": results,
         "problems": problems,
     }
