@@ -110,7 +110,7 @@ def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | N
     help="Build what this TOML recipe describes (keys: the long names of these options; [[kg]] / [[docs]] "
     "tables of path, format, collection; relative paths from the file's folder). Options given here override it.",
 )
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Index folder to create or update.")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Index folder to create or update (or `out` in the --config recipe).")
 @click.option("--kg", "kg", multiple=True, type=click.Path(path_type=Path), help="KG source file (or MetaQA folder). Repeatable.")
 @click.option(
     "--kg-format",
@@ -203,6 +203,7 @@ def index_cmd(
       python cli.py index --out data/indexes/metaqa --kg ../shared/data/metaqa/kb --kg-format metaqa
       python cli.py index --out data/indexes/demo --kg data/demo/kg.ttl --docs data/demo/reports \\
           --docs-format files --collection domain
+      python cli.py index --config data/demo/index.toml          # the same, from its recipe (make index)
     """
     from index.build import build_index
     from index.kg_stage import KgSource
