@@ -57,6 +57,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import jsonschema
 
 from engine.llm.cache import CachedReply, ResponseCache, cache_key
+from engine.llm.grammar_bounds import fit_schema
 from ingest.errors import ModelError
 
 Message = dict[str, str]
@@ -329,9 +330,10 @@ class BaseLLM:
         usage = Usage()
         request, tokens = list(messages), max_tokens
         text, parsed, error = "", None, None
+        grammar_schema = schema  # what decoding is constrained by (replies validate against `schema`)
         for attempt in range(2):
             try:
-                gen = self._generate(request, schema=schema, temperature=temperature,
+                gen = self._generate(request, schema=grammar_schema, temperature=temperature,
                                      max_tokens=tokens, seed=seed, stage=stage)
             except CallFailed as exc:
                 return ChatResult(text, None, usage, str(exc))
@@ -348,6 +350,9 @@ class BaseLLM:
                 error = f"{error}; reply cut off at max_tokens={tokens}"
             if attempt == 0 and gen.truncated:
                 tokens = max_tokens * 2  # most invalid replies were simply cut off
+                # ... and the retry cannot be: its grammar's longest text fits in `tokens`
+                # (engine/llm/grammar_bounds.py; a first reply that fits is never changed)
+                grammar_schema = fit_schema(schema, tokens) or schema
             elif attempt == 0:
                 request = [*messages, {"role": "assistant", "content": text},
                            {"role": "user", "content": f"That reply is invalid: {error}. "
