@@ -99,7 +99,9 @@ def check_record(record: AnswerRecord, question: Question, method: str, ctx: Con
             for head, relation, tail in path.triple_ids:
                 assert tail in ctx.kg.tails(head, relation, "out")
     if method == "rag":
-        assert record.answer_source == "doc" and record.paths
+        assert record.paths
+        # "doc" only when the passages say the answer; a guess from elsewhere is "llm"
+        assert record.answer_source == ("doc" if record.extra["grounding"] == "in evidence" else "llm")
         ids = [i for p in record.paths for i in p.chunk_ids]
         assert [c.chunk_id for c in ctx.docs.get(ids)] == ids
 

@@ -231,7 +231,7 @@ class _Run:
 
     def finish(self, answer: str, candidates: Sequence[str], source: str) -> None:
         self.record.extra["answer_text"] = answer
-        topics = [t["label"] for t in self.record.topic_entities]
+        topics = [self.label(t["id"]) for t in self.record.topic_entities]  # as the model named them
         self.record.prediction, self.record.predictions = rank_answers(answer, candidates, topics)
         if not answer and self.record.prediction:
             source = "kg"  # no answer text: the prediction is the best entity the paths reach

@@ -79,7 +79,7 @@ def _topics(record: AnswerRecord) -> Tree:
     tree = Tree(Text("topic entities", style="bold"))
     for t in record.topic_entities:
         tree.add(Text.assemble((str(t.get("label", "")), "bold"),
-                               f"  ({t.get('reason', '')}, {float(t.get('score', 0)):.2f})  ",
+                               f"  ({t.get('reason', '')}, link score {float(t.get('score', 0)):.2f})  ",
                                (str(t.get("id", "")), "dim")))
     return tree
 
