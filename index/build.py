@@ -32,6 +32,7 @@ import fcntl
 import gc
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -534,7 +535,21 @@ def _clean_stale(out: Path) -> None:
         if (int(pid) == os.getpid() or not _pid_alive(int(pid))) and unlocked:
             shutil.rmtree(tmp, ignore_errors=True)
     for lock_path in parent.glob(".*.lock"):
-        _remove_free_lock(lock_path)
+        if _is_build_lock(lock_path):
+            _remove_free_lock(lock_path)
+
+
+def _is_build_lock(lock_path: Path) -> bool:
+    """Only our own lock files are removed: one that names its holder the way `_build_lock`
+    writes it, or an empty one (older builds) beside an index of that name."""
+    try:
+        text = lock_path.read_text(encoding="utf-8", errors="replace")[:200]
+    except OSError:
+        return False
+    if re.match(r"pid \d+ on ", text):
+        return True
+    name = lock_path.name[1 : -len(".lock")]
+    return text == "" and (lock_path.parent / name / "manifest.json").is_file()
 
 
 def _remove_free_lock(lock_path: Path) -> None:

@@ -119,6 +119,8 @@ def test_leftovers_of_killed_builds_are_removed_and_live_ones_kept(tmp_path: Pat
     for name in ("ix", "other"):  # a killed build of this index and of another one
         (tmp_path / f".{name}.tmp-{dead}" / "kg").mkdir(parents=True)
         (tmp_path / f".{name}.lock").write_text(f"pid {dead} on here\n")
+    foreign = tmp_path / ".tool.lock"
+    foreign.write_text("another program's lock file")  # not ours: never removed
     busy_lock = tmp_path / ".busy.lock"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
@@ -129,7 +131,7 @@ def test_leftovers_of_killed_builds_are_removed_and_live_ones_kept(tmp_path: Pat
         busy_tmp = tmp_path / f".busy.tmp-{holder.pid}"
         busy_tmp.mkdir()
         build_index(out, [KgSource(kb, "tsv")], [])
-        assert _leftovers(tmp_path) == sorted([busy_lock.name, busy_tmp.name])  # the live build's
+        assert _leftovers(tmp_path) == sorted([busy_lock.name, busy_tmp.name, foreign.name])  # live + foreign
     finally:
         holder.kill()
         holder.wait()
