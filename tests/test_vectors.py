@@ -79,7 +79,10 @@ def test_dense_search_by_collection_and_model_check(tmp_path: Path, shared_data:
     chunks = pq.ParquetFile(paths.chunks).metadata.num_rows
     assert counts["chunk_vectors"] == chunks and counts["chunk_index"] == "flat"
     assert counts["model"] == "all-MiniLM-L6-v2" and counts["dim"] == 384
-    assert counts["shards_computed"] == -(-chunks // 16) and counts["shards_reused"] == 0
+    # a documents-only index has an entity table (its titles), embedded beside the chunks
+    entities = counts["entity_vectors"]
+    assert entities > 0 and counts["entity_index"] == "flat"
+    assert counts["shards_computed"] == -(-chunks // 16) + -(-entities // 16) and counts["shards_reused"] == 0
     store = ParquetDocumentStore(paths, embedder)
     hits = store.dense_search("Oksana Baiul Ukrainian figure skater 1993 World champion", 5)
     assert hits[0].chunk.title == "Oksana Baiul" and 0 < hits[0].score <= 1.0001
