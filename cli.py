@@ -157,6 +157,12 @@ def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | N
 @click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters. Default: 150.")
 @click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
 @click.option("--faiss", "faiss_kind", type=click.Choice(["auto", "flat", "hnsw", "ivfpq"]), default=None, help="FAISS index kind (auto picks by size). Default: auto.")
+@click.option("--vectors/--no-vectors", "vectors", default=None, help="Embed every chunk and entity label (dense search, rag). --no-vectors: chunks and BM25 only, for corpora too large to embed; methods that score an entity's chunks at query time (tog2) still work. Default: on.")
+@click.option(
+    "--kg-from-docs", "kg_from_docs", type=click.Choice(["none", "mentions", "mentions-ignore-case"]), default=None,
+    help="An index without --kg gets a KG from its documents: each title is an entity, and `mentions` links a "
+    "document's entity to every other title its text mentions (whole words; mentions-ignore-case ignores case). Default: none.",
+)
 @click.option(
     "--replace",
     "replace_sources",
@@ -189,6 +195,8 @@ def index_cmd(
     tsv_delimiter: str | None = None,
     allow_empty: bool | None = None,
     docs_map: tuple[Path, ...] = (),
+    vectors: bool | None = None,
+    kg_from_docs: str | None = None,
 ) -> None:
     """Build or update an index folder from KG dumps and document collections.
 
@@ -237,6 +245,8 @@ def index_cmd(
         "embed_model": str(embed_model) if embed_model else None,  # made absolute by build_index
         "faiss_kind": faiss_kind,
         "docs_map": tuple(str(p.resolve()) for p in docs_map) if docs_map else None,
+        "vectors": vectors,
+        "kg_from_docs": kg_from_docs,
     }
     report = run_guarded(
         build_index,
@@ -266,6 +276,11 @@ def index_cmd(
         from index.kg_stage import kg_summary_lines
 
         for line in kg_summary_lines(report.stage_counts.get("kg", {})):
+            click.echo(line)
+    if "mentions" in report.ran:
+        from index.mentions_kg import mentions_summary_lines
+
+        for line in mentions_summary_lines(report.stage_counts.get("mentions", {})):
             click.echo(line)
 
 # --------------------------------------------------------------------------------------------
@@ -299,7 +314,7 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
     from index.paths import IndexPaths
 
     manifest = run_guarded(read_manifest, IndexPaths(index))
-    stage = manifest.get("stages", {}).get("kg")
+    stage = manifest.get("stages", {}).get("kg") or manifest.get("stages", {}).get("mentions")  # --kg-from-docs
     if stage is None:
         fail(f"{index}: index has no KG (was it built with --kg?)")
     counts = stage["counts"]
@@ -315,6 +330,8 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
     }
     if "kg_keep" in counts:
         stats["kg_keep"] = counts["kg_keep"]
+    if "from_docs" in counts:
+        stats["from_docs"] = counts["from_docs"] | {"mention_edges": counts["mention_edges"], "skipped_titles": counts["skipped_titles"]}
     if as_json:
         emit_json(stats)
         return
@@ -323,6 +340,11 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
 
     for line in kg_summary_lines(counts):  # per source: facts, filtered and rejected with reasons
         click.echo(line)
+    if "from_docs" in counts:  # a KG made from the documents (--kg-from-docs)
+        from index.mentions_kg import mentions_summary_lines
+
+        for line in mentions_summary_lines(counts):
+            click.echo(line)
     if stats["document_rejects"]:
         click.echo(f"  (documents: {stats['document_rejects']:,} rejected records, not KG rejects: see `docs stats`)")
 
@@ -484,6 +506,8 @@ def docs_stats_cmd(index: Path, as_json: bool) -> None:
         click.echo(f"  {name:<8} {count:,} documents, {stats['chunks_per_collection'].get(name, 0):,} chunks")
     if "embedding" in stats:
         click.echo(f"embedding {stats['embedding']['model']} (dim {stats['embedding']['dim']}), chunk index {stats['chunk_index']['kind']}")
+    elif "vectors" in stats:
+        click.echo(f"vectors {stats['vectors']}")
 
 
 @docs_group.command("search")

@@ -4,8 +4,10 @@ inputs are unchanged is reused as it is).
 Stages and what their fingerprint covers:
   kg       KG sources (content) + KG options            -> kg/, entities.parquet, relations.parquet
   docs     document sources + chunking + the kg stage   -> documents.parquet, chunks.parquet, bm25/
+  mentions the docs stage + --kg-from-docs              -> kg/, relations.parquet, entities.parquet
+           (only with --kg-from-docs, in an index without --kg)  (degrees)
   vectors  the docs stage + embedding model (content)   -> vectors/, embeddings/
-           + FAISS kind
+           + FAISS kind (not built with --no-vectors)
 
 Options not given are those the index was last built with (`build_options` in its manifest),
 else the defaults; a given option overrides, and the stages it affects rebuild.
@@ -56,6 +58,8 @@ STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "kg": ("kg", "entities.parquet", "relations.parquet", "dropped_docs.jsonl", ".rejects-kg.jsonl"),
     # entities.parquet: in an index without a KG, the entities made from its documents
     "docs": ("documents.parquet", "chunks.parquet", "bm25", ".rejects-docs.jsonl", "entities.parquet"),
+    # the KG made from the documents (--kg-from-docs) and the entities' degrees in it
+    "mentions": ("kg", "relations.parquet", "entities.parquet"),
     "vectors": ("vectors", "embeddings"),
 }
 _Options = TypeVar("_Options")
@@ -125,7 +129,9 @@ def build_index(
         doc_options = _doc_options(doc_options, recorded_options.get("docs"), has_docs, report.inherited)
         if doc_options is not None:
             doc_options = _absolute_model(doc_options)
-        model_fp = _model_fingerprint(doc_options.embed_model) if has_docs else None
+        _check_kg_from_docs(kg_entries, doc_options)
+        wants_vectors = has_docs and doc_options is not None and doc_options.vectors
+        model_fp = _model_fingerprint(doc_options.embed_model) if wants_vectors else None
         fingerprints = _stage_fingerprints(kg_entries, doc_entries, kg_options, doc_options, model_fp)
         old_stages = (old or {}).get("stages", {})
         to_run = [
@@ -155,6 +161,10 @@ def build_index(
             _hardlink_copy(out, tmp, keep=[p for name in reused for p in STAGE_OUTPUTS[name]])
             if "kg" in reused and fingerprints["docs"] is None and paths.entities.exists():
                 remove_doc_ids(paths.entities)  # links to documents the index no longer has
+            if "mentions" in report.removed and "docs" in reused:
+                from index.mentions_kg import reset_degrees
+
+                reset_degrees(paths.entities)  # degrees of the KG the index no longer has
             for name, fp in fingerprints.items():
                 if fp is None:
                     continue
@@ -269,6 +279,10 @@ def _run_stage(
             return build_documents(paths, sources, doc_options, rejects)
         finally:
             rejects.close()
+    if name == "mentions":
+        from index.mentions_kg import build_mentions_kg
+
+        return build_mentions_kg(paths, doc_options.kg_from_docs)
     if name == "vectors":
         # texts the live index already embedded with the same model are not embedded again
         return build_vectors(paths, doc_options, _cache_dir(out), previous=out / "embeddings")
@@ -318,8 +332,32 @@ def _stage_fingerprints(
     # The model by its content, not its path (a copied or moved model folder embeds the same);
     # batch and shard sizes change how vectors are computed, not what they are.
     embedding = {k: options.get(k) for k in ("faiss_kind", "entity_vectors")} | {"model": model_fingerprint}
-    vectors_fp = stable_hash([docs_fp, embedding]) if has_docs else None
-    return {"kg": kg_fp, "docs": docs_fp, "vectors": vectors_fp}
+    # --no-vectors: no whole-corpus vectors (chunks and BM25 only)
+    vectors_fp = stable_hash([docs_fp, embedding]) if has_docs and options.get("vectors", True) else None
+    # --kg-from-docs: a KG made from the documents (index/mentions_kg.py); none: no such stage
+    from_docs = options.get("kg_from_docs") or "none"
+    mentions_fp = None
+    if docs_fp is not None and kg_fp is None and from_docs != "none":
+        from index.mentions_kg import RULES_VERSION
+
+        mentions_fp = stable_hash([docs_fp, {"kg_from_docs": from_docs, "rules": RULES_VERSION}])
+    return {"kg": kg_fp, "docs": docs_fp, "mentions": mentions_fp, "vectors": vectors_fp}
+
+
+def _check_kg_from_docs(kg_entries: list[dict[str, Any]], doc_options: Any) -> None:
+    """--kg-from-docs builds the KG of an index that has documents and no KG source."""
+    mode = getattr(doc_options, "kg_from_docs", "none")
+    if mode == "none":
+        return
+    from index.mentions_kg import KG_FROM_DOCS
+
+    if mode not in KG_FROM_DOCS:
+        raise InputError(f"--kg-from-docs must be one of {', '.join(KG_FROM_DOCS)} (got {mode!r})")
+    if kg_entries:
+        raise InputError(
+            f"--kg-from-docs {mode} makes the KG of an index without --kg sources, and this one has "
+            f"{', '.join(e['path'] for e in kg_entries)}; give --kg-from-docs none, or build another index"
+        )
 
 
 def _kg_entry(source: KgSource) -> dict[str, Any]:
@@ -390,7 +428,7 @@ def _manifest(
     rejects: int,
 ) -> dict[str, Any]:
     counts: dict[str, Any] = {"rejects": rejects}
-    for name in ("kg", "docs"):
+    for name in ("kg", "docs", "mentions"):
         stage_counts = stages.get(name, {}).get("counts", {})
         counts.update({k: v for k, v in stage_counts.items() if isinstance(v, int | float)})
     strip = [{k: v for k, v in e.items() if k != "missing"} for e in kg_entries]

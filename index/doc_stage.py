@@ -103,6 +103,8 @@ class DocOptions:
     shard_size: int = 4096  # vectors per resumable shard
     entity_vectors: bool = True  # also embed entity labels (label-similarity linking)
     docs_map: tuple[str, ...] = ()  # CSV files mapping document files to entities (ingest/docs_map.py)
+    vectors: bool = True  # False (--no-vectors): no vectors stage, chunks and BM25 only
+    kg_from_docs: str = "none"  # none | mentions | mentions-ignore-case (index/mentions_kg.py)
 
 
 def detect_doc_format(path: Path) -> str:

@@ -124,7 +124,7 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     store.flush()
     removed = 0 if options.keep_external_ids else _remove_statements(store, sorted(external_ids), degree)
     console.print("[dim]computing entity and relation tables...[/]")
-    relations, unlabeled = _write_relations(store, paths.relations)
+    relations, unlabeled = write_relation_table(store, paths.relations)
     entities = _write_entities(store, paths.entities, degree)
     counts: dict[str, Any] = {
         "triples": int(sum(relations.values())),
@@ -380,7 +380,7 @@ def _meta_rows(store: ox.Store) -> dict[str, dict[str, Any]]:
     return rows
 
 
-def _write_relations(store: ox.Store, path: Path) -> tuple[dict[str, int], list[str]]:
+def write_relation_table(store: ox.Store, path: Path) -> tuple[dict[str, int], list[str]]:
     """Write relations.parquet; return the triple count per relation and the ids of the
     Wikidata properties that have no label in the store (shown by their id)."""
     counts = {

@@ -122,12 +122,15 @@ class ParquetDocumentStore:
             result["embedding"] = {k: meta.get(k) for k in ("model", "dim", "model_fingerprint")}
             result["chunk_index"] = meta.get("chunks")
             result["entity_index"] = meta.get("entities")
+        elif self.built_without_vectors:
+            result["vectors"] = "none (built with --no-vectors: BM25 search only)"
         return result
 
     # -- search --------------------------------------------------------------------------
 
     def dense_search(self, text: str, k: int = 10, collection: str | None = None) -> list[SearchHit]:
         """The `k` chunks closest to `text` by embedding (cosine), optionally in one collection."""
+        self._require_vectors()  # before loading a model: an index built with --no-vectors says so
         row_range = self._range(collection)
         if row_range is None or k <= 0:
             return []
@@ -150,8 +153,14 @@ class ParquetDocumentStore:
 
     @property
     def embedder(self) -> Embedder:
-        """The index's embedding model (loaded from the path recorded at build time)."""
+        """The index's embedding model (loaded from the path recorded at build time). An index
+        built with --no-vectors has none recorded: its --embed-model, else the packaged default,
+        which query-time scoring (`DenseScorer`) uses."""
         if self._embedder is None:
+            if self.vector_meta is None and self.built_without_vectors:
+                model = self._build_options.get("embed_model")
+                self._embedder = SentenceTransformerEmbedder(model)
+                return self._embedder
             meta = self._require_vectors()
             try:
                 embedder = SentenceTransformerEmbedder(meta.get("model_path"))
@@ -160,6 +169,11 @@ class ParquetDocumentStore:
             self._check_embedder(embedder)
             self._embedder = embedder
         return self._embedder
+
+    @property
+    def built_without_vectors(self) -> bool:
+        """Whether the index was built with --no-vectors (chunks and BM25 only)."""
+        return self._build_options.get("vectors") is False
 
     # -- internals -----------------------------------------------------------------------
 
@@ -172,9 +186,20 @@ class ParquetDocumentStore:
         except IndexError_:
             return None
 
+    @cached_property
+    def _build_options(self) -> dict[str, Any]:
+        return docs_build_options(self.paths)
+
     def _require_vectors(self) -> dict[str, Any]:
         from index.vectors import read_meta
 
+        if self.built_without_vectors and not self.paths.vector_meta.exists():
+            raise IndexError_(
+                f"{self.paths.root}: index was built with --no-vectors (chunks and BM25 only), so it has no "
+                "whole-corpus vectors for dense search; use sparse (BM25) search (`docs search --mode sparse`), "
+                "a method that scores an entity's chunks at query time (tog2), or build the vectors with "
+                f"`python cli.py index --out {self.paths.root} --vectors`"
+            )
         return read_meta(self.paths.vectors)
 
     def _check_embedder(self, embedder: Embedder) -> None:
@@ -283,6 +308,17 @@ class ParquetDocumentStore:
     def _records(self, sql: str, params: list[Any]) -> list[ChunkRecord]:
         return [ChunkRecord(chunk_id=c, doc_id=d, entity=e, collection=col, title=t, text=x, start=s, end=n, row=r)
                 for r, c, d, e, col, t, x, s, n in self._query(sql, params)]
+
+
+def docs_build_options(paths: IndexPaths) -> dict[str, Any]:
+    """The documents options an index was built with (manifest.json); {} when unknown."""
+    import json
+
+    try:
+        manifest = json.loads(paths.manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return dict((manifest.get("build_options") or {}).get("docs") or {})
 
 
 def document_stats(root: Path | IndexPaths) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from engine.access.absent_kg import AbsentKG
-from engine.access.documents import ParquetDocumentStore
+from engine.access.documents import ParquetDocumentStore, docs_build_options
 from engine.access.kg import open_kg
 from engine.access.linking import EntityLinker, LabelIndex
 from engine.access.protocols import DocumentStore, Embedder
@@ -40,8 +40,9 @@ def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True,
     open_docs: Callable[[], DocumentStore] = functools.cache(partial(ParquetDocumentStore, paths))
 
     def open_embedder() -> Embedder:
-        """The index's embedding model, or the packaged default when it has no vectors."""
-        if paths.vector_meta.exists():
+        """The index's embedding model (its --embed-model when built with --no-vectors), or the
+        packaged default when it has no documents."""
+        if paths.vector_meta.exists() or docs_build_options(paths).get("vectors") is False:
             return open_docs().embedder
         from index.embedder import SentenceTransformerEmbedder
 
