@@ -5,6 +5,7 @@ cannot run, query-time scoring still works."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -74,13 +75,14 @@ def test_names_match_whole_words_case_sensitively_leftmost_longest() -> None:
 def test_short_stop_word_numeric_and_ambiguous_titles_are_skipped() -> None:
     m = TitleMatcher([("e:U2", "U2"), ("e:Her", "Her"), ("e:1993", "1993"), ("e:a", "Mercury (planet)"),
                       ("e:b", "Mercury (element)"), ("e:c", "Crazy (song)"), ("e:d", "Twin"), ("e:e", "Twin"),
-                      ("e:f", "Paris (band)"), ("e:g", "Paris"), ("e:h", "AC/DC")])
+                      ("e:f", "Paris (band)"), ("e:g", "Paris"), ("e:h", "AC/DC"), ("e:i", "Merck &amp; Co.")])
     assert dict(m.skipped) == {"shorter than 3 characters": 1, "a stop word": 1, "no letter": 1, "ambiguous": 2}
     assert m.find("U2, Her and 1993 with Twin") == []
     # a parenthetical's short form matches unless two names share it or it is a name itself
     assert m.find("Mercury and Crazy") == ["e:c"]
     assert m.find("Paris (band) played in Paris") == ["e:f", "e:g"]
     assert m.find("AC/DC live, not AC / DC") == ["e:h"]  # punctuation inside a name must be as written
+    assert m.find("Merck & Co., Inc.") == ["e:i"]  # an HTML-escaped title matches its text
 
 
 # ------------------------------------------------------------------------------------------
@@ -122,7 +124,8 @@ def test_every_title_is_an_entity_and_edges_are_the_titles_a_text_mentions(hotpo
             texts[doc["entity"]] = texts.get(doc["entity"], "") + "\n" + doc["text"]
     for head, _, tail in edges:
         assert head != tail and head in entities and tail in entities
-        name = labels[tail].split(" (")[0] if labels[tail] not in texts[head] else labels[tail]
+        label = html.unescape(labels[tail])
+        name = label.split(" (")[0] if label not in texts[head] else label
         assert name in texts[head], (labels[head], labels[tail])
     assert (mint_entity("Magnificat (Pärt)"), MENTIONS, mint_entity("Arvo Pärt")) in edges
     assert (mint_entity("Seven Brief Lessons on Physics"), MENTIONS, mint_entity("Carlo Rovelli")) in edges
@@ -257,3 +260,22 @@ def test_vectors_can_be_turned_on_and_off_without_touching_the_documents(
     output = run_cli("index", "--config", recipe)
     assert "built docs, mentions" in output
     assert facts(tmp_path / "ix2") == {(mint_entity("Alpha"), MENTIONS, mint_entity("Beta"))}
+
+
+def test_full_advhotpotqa_file_links_the_paragraphs_of_most_questions(shared_data: Path, tmp_path: Path) -> None:
+    """The whole AdvHotpotQA dev file (README numbers): entities, mention edges, and the
+    questions in which an edge joins two of the question's titled paragraphs."""
+    source = shared_data / HOTPOT
+    out = tmp_path / "hotpot"
+    run_cli("index", "--out", out, "--docs", source, "--docs-format", "hotpot", "--kg-from-docs", "mentions", "--no-vectors")
+    counts = read_manifest(IndexPaths(out))["stages"]["mentions"]["counts"]
+    edges = {(h, t) for h, _, t in facts(out)}
+    questions = json.loads(source.read_text())
+    bridged = 0
+    for question in questions:
+        titled = [mint_entity(p["title"]) for p in question["paragraphs"] if p["title"] != "added"]
+        bridged += any((a, b) in edges for a in titled for b in titled if a != b)
+    print(f"\n{counts['entities']} entities, {counts['mention_edges']} mention edges, "
+          f"{counts['skipped_titles']} titles skipped; {bridged} of {len(questions)} questions bridged")
+    assert (counts["entities"], counts["mention_edges"], counts["skipped_titles"]) == (612, 265, 0)
+    assert (bridged, len(questions)) == (235, 308)
