@@ -1,0 +1,50 @@
+"""`tog2` with a real small model on a fresh demo index: a `kg+doc` question (a graph hop, then
+a fact from a company report). With a 135M model the answer itself may be wrong; what must hold
+is that the graph search brings the report sentence with the gold fact to the model, and the
+call budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.llm.open import open_llm
+from engine.questions.record import Question
+from engine.runs.answer import answer_question
+from engine.runs.context import open_context
+from index.build import build_index
+from index.doc_stage import DocOptions, DocSource
+from index.kg_stage import KgSource
+
+pytestmark = pytest.mark.slow
+
+MODEL = "smollm2-135m"
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo"
+# demo-038 (kg+doc, 2 hops): Norvale Motors <-supplier of- Kestrel Cell Works; its report names the CEO
+QUESTION = Question("demo-038", "Who is the chief executive of the company that supplies lithium-ion "
+                    "batteries to Norvale Motors?", ["Severin Oduya"])
+
+
+@pytest.fixture(scope="module")
+def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tog2-real") / "demo"
+    build_index(out, [KgSource(DEMO / "kg.ttl", "turtle")], [DocSource(DEMO / "reports", "files", "domain")],
+                doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
+    return out
+
+
+def test_real_tog2_brings_the_gold_sentence_within_the_budget(demo_index: Path) -> None:
+    ctx = open_context(demo_index, open_llm(MODEL))
+    try:
+        record = answer_question("tog2", QUESTION, ctx)
+    finally:
+        ctx.close()
+    assert record.error is None, record.extra.get("traceback")
+    depth = record.extra["config"]["depth"]
+    assert len(record.llm_calls) <= 2 * depth + (depth - 1) + 1 + 1
+    shown = [c["messages"][-1]["content"] for c in record.llm_transcript if c["stage"] == "reasoning"]
+    contexts = [c for step in record.extra["trace"] for c in step.get("context", [])]
+    assert any("kestrel-cell-works" in c for c in contexts), record.extra["trace"]
+    assert any("chief executive Severin Oduya" in s for s in shown)
+    print(record.prediction, record.answer_source, record.extra.get("answer_round"), len(record.llm_calls))
