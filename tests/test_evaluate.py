@@ -76,7 +76,7 @@ def test_metrics_costs_sources_and_overlap(tmp_path: Path) -> None:
     assert s["llm_calls"] == pytest.approx(2 / 4)
     assert s["prompt_tokens"] == pytest.approx(150 / 4) and s["completion_tokens"] == pytest.approx(15 / 4)
     assert s["cache_hit_rate"] == 0.5 and s["seconds"] == 1.0
-    assert s["answer_source"] == {"kg": 0.25, "doc": 0.25, "llm": 0.25, "none": 0.25}
+    assert s["answer_source"] == {"kg": 0.25, "doc": 0.25, "both": 0.0, "llm": 0.25, "none": 0.25}
     overlap = s["path_overlap"]
     assert overlap["with_gold_path"] == 3 and overlap["correct"] == 2
     assert overlap["mean_correct"] == pytest.approx((1.0 + 0.5) / 2)

@@ -23,9 +23,9 @@ unless `abstain`. Options of the authors' released code (off by default): `sc_ga
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from engine.access.graph import EvidencePath, GraphPath, Hop
+from engine.access.graph import EvidencePath, GraphPath, Hop, Source
 from engine.access.kg import Relation, is_literal
 from engine.methods import prompts
 from engine.methods import tog2_prompts as p2
@@ -60,7 +60,7 @@ from engine.methods.tog2_context import (
 )
 from engine.methods.tog2_score import entity_scores, kept_relations, triple_sentence
 from engine.methods.topics import select_topic_entities
-from engine.questions.record import AnswerRecord, Question
+from engine.questions.record import AnswerRecord, AnswerSource, Question
 from index.entities import normalise
 from ingest.errors import LocalkgError
 
@@ -329,7 +329,7 @@ class _Run:
         self.record.prediction = answer
         reached = self.reached_labels(self.seen_paths)
         self.record.predictions = list(dict.fromkeys([answer, *reached])) if answer else reached
-        self.record.answer_source = source if answer else "none"  # type: ignore[assignment]
+        self.record.answer_source = cast(AnswerSource, source) if answer else "none"
         self.record.extra["trace"] = self.trace
         if self.clues:
             self.record.extra["clues"] = self.clues
@@ -359,8 +359,8 @@ class _Run:
         kind = UNIT_SCORE[self.config["chunk_query"]] if self.config["context_scorer"] == "dense" else "BM25"
         for s in self.seen_units:
             u = s.unit
-            source = u.collection if u.collection in _DOC_SOURCES else "domain"
-            result.append(EvidencePath(source=source, sentences=[u.text], chunk_ids=[u.chunk_id or ""],  # type: ignore[arg-type]
+            source = cast(Source, u.collection if u.collection in _DOC_SOURCES else "domain")
+            result.append(EvidencePath(source=source, sentences=[u.text], chunk_ids=[u.chunk_id or ""],
                                        titles=[u.title], score=round(s.score, 6), score_kind=kind))
         return result
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from engine.access.graph import EvidencePath
 
-AnswerSource = Literal["kg", "doc", "llm", "none"]
+AnswerSource = Literal["kg", "doc", "both", "llm", "none"]  # both: the KG paths and a document
 
 
 @dataclass

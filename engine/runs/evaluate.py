@@ -19,7 +19,7 @@ Per method:
   relation ids (and relation labels) of the record's KG evidence paths. Like the papers, the
   headline figure averages over correctly answered questions (Hits@1); the mean over all
   questions with a gold path and the papers' distribution buckets are reported too.
-- where the answers came from (`answer_source`: kg / doc / llm / none).
+- where the answers came from (`answer_source`: kg / doc / both / llm / none).
 
 Missing records (a question of run.json without a record), records for ids not in the run,
 duplicates and unreadable lines are counted and listed, never hidden.
@@ -40,7 +40,7 @@ from engine.runs.batch import RUN_FILE, read_records, read_run, run_status
 from ingest.errors import InputError
 
 EVAL_FILE = "eval.json"
-SOURCES = ("kg", "doc", "llm", "none")
+SOURCES = ("kg", "doc", "both", "llm", "none")
 # The buckets of ToG's Figures 10-11 / HydraRAG's Figure 9 (percent of gold relations found).
 OVERLAP_BUCKETS = ("0", "(0,25]", "(25,50]", "(50,75]", "(75,100)", "100")
 
@@ -277,7 +277,7 @@ def format_markdown(summary: dict[str, Any]) -> str:
     lines = [f"### {title}: {questions.get('count', '?')} questions ({summary['run_dir']})", ""]
     header = ["method", "n", "missing", "errors", "abstained", "Hits@1", "EM(set)", "F1(set)", "EM(tok)", "F1(tok)",
               "paper EM", "LLM calls/q", "prompt tok/q", "compl. tok/q", "LLM s/q", "s/q", "path overlap",
-              "KG / doc / LLM %"]
+              "KG / doc / both / LLM %"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     notes: list[str] = []
@@ -286,7 +286,7 @@ def format_markdown(summary: dict[str, Any]) -> str:
         overlap_text = "–" if not overlap else (
             f"{_pct(overlap['mean_correct'])} ({overlap['correct']}); all {_pct(overlap['mean_all'])}")
         sources = s.get("answer_source") or {}
-        source_text = " / ".join(_pct(sources.get(k, 0.0)) for k in ("kg", "doc", "llm")) if sources else "–"
+        source_text = " / ".join(_pct(sources.get(k, 0.0)) for k in ("kg", "doc", "both", "llm")) if sources else "–"
         missing = "?" if s.get("expected") is None else str(s["missing"])
         row = [method, str(s["scored"]), missing, str(s["errors"]), str(s.get("abstained", 0)), _pct(s["hits1"]),
                _pct(s["em"]), _pct(s["f1"]), _pct(s.get("em_tok")), _pct(s.get("f1_tok")), _pct(s["paper_em"]), _num(s["llm_calls"]), _num(s["prompt_tokens"], 0), _num(s["completion_tokens"], 0),
