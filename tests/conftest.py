@@ -43,3 +43,18 @@ def metaqa_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("indexes") / "metaqa"
     build_index(out, [KgSource(SHARED_DATA / "metaqa" / "kb", "metaqa")], [])
     return out
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo index (data/demo: the company KG and its reports), built once per session in a
+    temp folder, so real-model tests never depend on `make demo` having run."""
+    from index.build import build_index
+    from index.doc_stage import DocOptions, DocSource
+    from index.kg_stage import KgSource
+
+    demo = REPO / "data" / "demo"
+    out = tmp_path_factory.mktemp("demo-index") / "demo"
+    build_index(out, [KgSource(demo / "kg.ttl", "turtle")], [DocSource(demo / "reports", "files", "domain")],
+                doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
+    return out

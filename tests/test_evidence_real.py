@@ -1,6 +1,6 @@
 """Prompts and raw replies of a real model (smollm2-135m) are kept: in the record, live with
 `ask --trace`, and in a batch run's calls file, also when the replies come from the response
-cache. On the demo index (data/indexes/demo, read only; `make demo` builds it)."""
+cache. On the demo index (built once per session by the `demo_index` fixture)."""
 
 from __future__ import annotations
 
@@ -22,15 +22,7 @@ from engine.runs.transcripts import read_transcripts
 pytestmark = pytest.mark.slow
 
 MODEL = "smollm2-135m"
-DEMO = Path(__file__).resolve().parents[1] / "data" / "indexes" / "demo"
 QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "demo" / "questions.jsonl"
-
-
-@pytest.fixture()
-def demo_index() -> Path:
-    if not (DEMO / "manifest.json").exists():
-        pytest.skip("the demo index is not built (make demo)")
-    return DEMO
 
 
 def test_real_rag_and_tog_calls_keep_prompt_and_raw_reply(demo_index: Path, tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ def test_freebase_excerpt_fails_plainly_and_keeps_the_previous_index(tmp_path: P
     freebase = shared_data / "dumps" / "freebase" / "fb-rdf-10k-head.nt"
     result = CliRunner().invoke(cli.main, ["index", "--out", str(out), "--kg", str(freebase), "--kg-format", "freebase"])
     assert result.exit_code == 2
-    assert f"{freebase}: 0 facts read (freebase): non-entity subject 10,000" in result.output
+    assert f"{freebase.resolve()}: 0 facts read (freebase): non-entity subject 10,000" in result.output
     assert "schema section" in result.output and "--allow-empty" in result.output
     assert (out / "manifest.json").read_bytes() == before
 

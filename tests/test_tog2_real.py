@@ -13,25 +13,13 @@ from engine.llm.open import open_llm
 from engine.questions.record import Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
-from index.build import build_index
-from index.doc_stage import DocOptions, DocSource
-from index.kg_stage import KgSource
 
 pytestmark = pytest.mark.slow
 
 MODEL = "smollm2-135m"
-DEMO = Path(__file__).resolve().parents[1] / "data" / "demo"
 # demo-038 (kg+doc, 2 hops): Norvale Motors <-supplier of- Kestrel Cell Works; its report names the CEO
 QUESTION = Question("demo-038", "Who is the chief executive of the company that supplies lithium-ion "
                     "batteries to Norvale Motors?", ["Severin Oduya"])
-
-
-@pytest.fixture(scope="module")
-def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tog2-real") / "demo"
-    build_index(out, [KgSource(DEMO / "kg.ttl", "turtle")], [DocSource(DEMO / "reports", "files", "domain")],
-                doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
-    return out
 
 
 def test_real_tog2_brings_the_gold_sentence_within_the_budget(demo_index: Path) -> None:
