@@ -156,3 +156,26 @@ def test_where_kg_runs_stopped_is_counted() -> None:
     assert scores.ungrounded_rejected == 1
     plain = score_method("io", [_record("1", "a", ["a"])], ["1"])
     assert plain.stops == {} and plain.ungrounded_rejected is None
+
+
+def test_hits_by_the_grouping_fields_of_a_jsonl_questions_file(tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    rows = [{"id": "a", "question": "?", "answers": ["x"], "needs": "kg", "hops": 1},
+            {"id": "b", "question": "?", "answers": ["y"], "needs": "kg+doc", "hops": 2},
+            {"id": "c", "question": "?", "answers": ["z"], "needs": "kg+doc", "hops": 2, "kind": True}]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n", encoding="utf-8")
+    run = tmp_path / "run"
+    _write_run(run, ["a", "b", "c"], {"m": [_record("a", "x", ["x"]), _record("b", "y", ["y"]), _record("c", "w", ["z"])]})
+    meta = json.loads((run / "run.json").read_text())
+    meta["questions"]["path"] = str(questions)
+    (run / "run.json").write_text(json.dumps(meta))
+    summary = evaluate_run(run, write=False)
+    by = summary["methods"]["m"]["by"]
+    assert by["needs"] == {"kg": {"n": 1, "hits1": 1.0}, "kg+doc": {"n": 2, "hits1": 0.5}}
+    assert by["hops"] == {"1": {"n": 1, "hits1": 1.0}, "2": {"n": 2, "hits1": 0.5}}
+    assert "kind" not in by  # booleans are no groups
+    assert "m: Hits@1 by needs: kg 100.0 (1/1), kg+doc 50.0 (1/2)" in format_markdown(summary)
+    # a questions file in another format (or gone): no breakdown
+    meta["questions"]["path"] = str(tmp_path / "gone.jsonl")
+    (run / "run.json").write_text(json.dumps(meta))
+    assert evaluate_run(run, write=False)["methods"]["m"]["by"] == {}

@@ -25,23 +25,12 @@ from engine.methods.tog2_score import entity_scores, kept_relations, triple_sent
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
-from index.build import build_index
-from index.doc_stage import DocOptions, DocSource
-from index.kg_stage import KgSource
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "data" / "demo"
 SUPPLIER = Question("demo-038", "Who is the chief executive of the company that supplies lithium-ion "
                     "batteries to Norvale Motors?", ["Severin Oduya"])
 CEO = Question("d1", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"])
-
-
-@pytest.fixture(scope="module")
-def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tog2") / "demo"
-    build_index(out, [KgSource(DEMO / "kg.ttl", "turtle")], [DocSource(DEMO / "reports", "files", "domain")],
-                doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
-    return out
 
 
 def script(sufficient: Callable[[ScriptedRequest], bool] | bool = False, answer: str = "",
@@ -166,7 +155,8 @@ def test_context_ranking_and_entity_scores_on_hand_made_chunks(demo_index: Path)
 
 
 def test_answered_at_initialisation_from_the_topic_entitys_report(demo_index: Path) -> None:
-    record, llm = run(demo_index, CEO, script(sufficient=True, answer="Leontine Marsh"))
+    """The paper's flow (`confirm_initial=false`): a sufficient initial judgement answers."""
+    record, llm = run(demo_index, CEO, script(sufficient=True, answer="Leontine Marsh"), confirm_initial=False)
     assert record.error is None
     assert stages(record) == ["topic_prune", "reasoning"]
     assert record.extra["answer_round"] == 0 and record.extra["stopped"] == "sufficient"
@@ -175,6 +165,28 @@ def test_answered_at_initialisation_from_the_topic_entitys_report(demo_index: Pa
     user = llm.requests[1].messages[-1]["content"]
     assert "Passages:" in user and "Triples:" not in user and "Leontine Marsh" in user
     assert all(p.titles == ["Norvale Motors"] for p in record.paths if p.chunk_ids)
+
+
+def test_an_initial_answer_is_confirmed_by_round_one_by_default(demo_index: Path) -> None:
+    """Default: the initial answer is provisional; round 1 (no best guess) either finds a
+    sufficient answer of its own, which replaces it, or leaves it standing."""
+    initial_only = lambda req: "Triples:" not in req.messages[-1]["content"]  # noqa: E731
+    record, _ = run(demo_index, CEO, script(sufficient=initial_only, answer="Leontine Marsh"))
+    assert record.error is None, record.extra.get("traceback")
+    assert stages(record) == ["topic_prune", "reasoning", "relation_prune", "reasoning"]
+    assert record.prediction == "Leontine Marsh" and record.extra["answer_round"] == 0
+    assert record.extra["stopped"].startswith("sufficient (confirmed")
+    assert record.extra["trace"][0]["provisional_answer"] == "Leontine Marsh"
+    assert record.answer_source == "doc" and any("norvale-motors" in c for c in chunk_ids(record))
+
+    def overturn(req: ScriptedRequest) -> Any:
+        if req.stage == "reasoning" and "Triples:" in req.messages[-1]["content"]:
+            return {"sufficient": True, "answer": "Severin Oduya", "clues": ""}
+        return script(sufficient=True, answer="Leontine Marsh")(req)
+
+    record, _ = run(demo_index, SUPPLIER, overturn)
+    assert record.prediction == "Severin Oduya" and record.extra["answer_round"] == 1
+    assert stages(record) == ["topic_prune", "reasoning", "relation_prune", "reasoning"]
 
 
 def test_answered_in_round_one_from_a_supplier_report(demo_index: Path) -> None:
@@ -218,7 +230,7 @@ def test_clues_and_the_reformed_query_reach_the_next_round(demo_index: Path) -> 
     assert record.extra["trace"][2].get("ungrounded_answer") == "Somebody Else"
     # ... and the paper's rule (take it) is an option
     taken, _ = run(demo_index, SUPPLIER, script(sufficient=True, answer="Somebody Else"),
-                   require_grounded_answer=False)
+                   require_grounded_answer=False, confirm_initial=False)
     assert taken.extra["answer_round"] == 0 and taken.answer_source == "llm"
     assert taken.extra["grounding"] == "not in evidence"
 

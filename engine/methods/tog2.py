@@ -94,6 +94,7 @@ TOG2_DEFAULTS: dict[str, Any] = {
     "drop_literals": False,           # code: literal tails are no candidates
     "drop_docless": False,            # code: entities without documents are no candidates
     "require_grounded_answer": True,  # "sufficient" only when the evidence shown says the answer
+    "confirm_initial": True,          # an initialisation answer waits for round 1 (taken if it finds none)
     "abstain": False,                 # nothing sufficient: "not found" instead of a best guess
     "sc_gate": False,                 # code: self-consistency gate before any graph search
     "sc_samples": 10,
@@ -388,14 +389,18 @@ def run_tog2(question: Question, ctx: Context, config: dict[str, Any]) -> Answer
         ranked = run.retriever.rank(run.text, [Candidate(t) for t in topics])
     units = _context(ranked, run.k)
     init["context"] = [s.unit.chunk_id for s in units]
+    provisional: tuple[str, list[GraphPath], list[Scored]] | None = None
     if units:  # without a document there is nothing to judge yet
         answer = run.reason(0, [], units, init, last=False)
-        if answer is not None:
+        if answer is not None and not config["confirm_initial"]:
             run.answered(answer, 0, "sufficient")
             return run.record
+        if answer is not None:  # provisional: one round of graph search may overturn it
+            provisional = (answer, [], list(run.seen_units))
+            init["provisional_answer"] = answer
     frontier = [GraphPath(t) for t in topics]
     visited = set(topics)
-    depth = int(config["depth"])
+    depth = 1 if provisional else int(config["depth"])
     guessed = False
     for round_ in range(1, depth + 1):
         step: dict[str, Any] = {"round": round_, "topics": [run.name(p.end) for p in frontier]}
@@ -419,13 +424,13 @@ def run_tog2(question: Question, ctx: Context, config: dict[str, Any]) -> Answer
         step["entities"] = [[run.name(p.end), round(p.score, 4)] for p in selected]
         units = _context(ranked, run.k)
         step["context"] = [s.unit.chunk_id for s in units]
-        last = round_ == depth
+        last = round_ == depth and provisional is None  # a provisional answer stands in for a best guess
         answer = run.reason(round_, selected, units, step, last)
         guessed = last
         if answer is not None:
             run.answered(answer, round_, "sufficient" if run.record.extra.get("sufficient") else "max_depth")
             return run.record
-        if last:
+        if round_ == depth:
             break
         if config["reform_query"] and config["clues"]:
             run.reform_query(step)
@@ -434,6 +439,11 @@ def run_tog2(question: Question, ctx: Context, config: dict[str, Any]) -> Answer
         if not frontier:
             run.record.extra["stopped"] = "dead_end"
             break
+    if provisional is not None:  # round 1 found nothing better: the initialisation's answer
+        run.seen_paths, run.seen_units = provisional[1], provisional[2]
+        run.record.extra.pop("stopped", None)
+        run.answered(provisional[0], 0, "sufficient (confirmed: round 1 found no other answer)")
+        return run.record
     run.record.extra.setdefault("stopped", "max_depth")
     if not guessed and not config["abstain"]:
         # a dead end before the last round: one best-answer call over what was seen last
@@ -466,4 +476,4 @@ TOG2 = MethodSpec(
      one_of("relation_prune", ("combined", "per_entity")), one_of("context_unit", UNITS),
      one_of("chunk_query", CHUNK_QUERIES), one_of("context_scorer", SCORERS),
      booleans("topic_prune", "clues", "reform_query", "drop_literals", "drop_docless",
-              "require_grounded_answer", "abstain", "sc_gate")))
+              "require_grounded_answer", "confirm_initial", "abstain", "sc_gate")))

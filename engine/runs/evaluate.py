@@ -78,6 +78,9 @@ class MethodScores:
     stops: dict[str, int] = field(default_factory=dict)
     ungrounded_rejected: int | None = None
     path_overlap: dict[str, Any] | None = None
+    # Hits@1 per value of a grouping field of the questions file (`needs`, `hops`, ...):
+    # {"needs": {"kg+doc": {"n": 17, "hits1": 0.29}}}; metric keys like by.needs.kg+doc.hits1
+    by: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     config_hashes: list[str] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)  # first few, for the report
     problems: list[str] = field(default_factory=list)
@@ -111,9 +114,11 @@ def explored_relations(record: dict[str, Any]) -> list[str]:
 
 
 def score_method(method: str, records: list[dict[str, Any]], expected: list[str] | None,
-                 problems: Iterable[str] = ()) -> MethodScores:
-    """All numbers of one method from its records (`expected`: the run's question ids)."""
+                 problems: Iterable[str] = (), groups: dict[str, dict[str, str]] | None = None) -> MethodScores:
+    """All numbers of one method from its records (`expected`: the run's question ids; `groups`:
+    question id -> {grouping field: value}, for the per-group Hits@1 in `by`)."""
     scores = MethodScores(method=method, problems=list(problems))
+    by_hits: dict[tuple[str, str], list[float]] = {}
     seen: dict[str, dict[str, Any]] = {}
     for record in records:
         rid = str(record["id"])
@@ -168,6 +173,8 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
         if scored is None:
             continue
         hits.append(float(scored.hits1))
+        for name, value in ((groups or {}).get(str(record["id"])) or {}).items():
+            by_hits.setdefault((name, value), []).append(float(scored.hits1))
         ems.append(float(scored.em))
         f1s.append(scored.f1)
         papers.append(float(scored.paper_em))
@@ -194,6 +201,8 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     for other in sorted(set(sources) - set(SOURCES)):
         scores.answer_source[other] = sources[other] / n
     scores.config_hashes = [h for h, _ in hashes.most_common() if h]
+    for (name, value), values in sorted(by_hits.items()):
+        scores.by.setdefault(name, {})[value] = {"n": len(values), "hits1": sum(values) / len(values)}
     if stops:
         scores.stops = dict(sorted(stops.items()))
         scores.ungrounded_rejected = ungrounded
@@ -210,6 +219,30 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
             "buckets_correct": {b: (buckets.get(b, 0) / len(overlap_correct) if overlap_correct else 0.0) for b in OVERLAP_BUCKETS},
         }
     return scores
+
+
+GROUP_FIELDS = ("needs", "hops", "kind", "type", "level")
+
+
+def question_groups(path: str | None) -> dict[str, dict[str, str]]:
+    """Question id -> its grouping fields (`GROUP_FIELDS`, scalar values) from a JSONL questions
+    file; empty for other formats or a file that is gone (the breakdown is then left out)."""
+    if not path or not str(path).endswith(".jsonl") or not Path(path).is_file():
+        return {}
+    groups: dict[str, dict[str, str]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(item, dict) or "id" not in item:
+                continue
+            fields_ = {k: str(item[k]) for k in GROUP_FIELDS
+                       if isinstance(item.get(k), (str, int)) and not isinstance(item.get(k), bool)}
+            if fields_:
+                groups[str(item["id"])] = fields_
+    return groups
 
 
 def evaluate_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
@@ -230,10 +263,11 @@ def evaluate_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         if method not in methods:
             problems.append(f"{method}: listed in {RUN_FILE} but has no record file")
     expected = (run or {}).get("questions", {}).get("ids")
+    groups = question_groups((run or {}).get("questions", {}).get("path"))
     results = {}
     for method in methods:
         records, file_problems = read_records(run_dir / f"{method}.jsonl")
-        results[method] = score_method(method, records, expected, file_problems).to_dict()
+        results[method] = score_method(method, records, expected, file_problems, groups).to_dict()
     summary = {
         "run_dir": str(run_dir),
         "questions": {k: v for k, v in (run or {}).get("questions", {}).items() if k != "ids"},
@@ -300,6 +334,9 @@ def format_markdown(summary: dict[str, Any]) -> str:
             notes.append(f"{method}: {s['records'] - s['scored']} records have no gold answer (not scored)")
         if s["missing"]:
             notes.append(f"{method}: {s['missing']} questions have no record yet (e.g. {', '.join(s['missing_ids'][:3])})")
+        for name, values in (s.get("by") or {}).items():
+            parts = [f"{value} {_pct(v['hits1'])} ({round(v['hits1'] * v['n'])}/{v['n']})" for value, v in values.items()]
+            notes.append(f"{method}: Hits@1 by {name}: " + ", ".join(parts))
         notes.extend(f"{method}: {p}" for p in s.get("problems", []))
     notes.extend(summary.get("problems", []))
     lines += [
