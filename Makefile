@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM := false
 INDEX ?= data/indexes/demo
 DEMO_OUT ?= data/runs/demo
 
-.PHONY: help setup models test test-fast lint demo index eval eval-report check-scores bench clean
+.PHONY: help setup models test test-fast lint demo index eval incomplete-kg eval-report check-scores bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -91,6 +91,22 @@ eval: data/indexes/metaqa/manifest.json data/indexes/pq3h/manifest.json  ## run 
 	$(PY) cli.py batch --index data/indexes/pq3h --questions $(SHARED)/pathquestion/PQ-3H.txt \
 	  --methods $(EVAL_METHODS) --sample $(EVAL_SAMPLE) --seed 0 --llm $(EVAL_LLM) --out $(EVAL_OUT)/pq-3h $(EVAL_FLAGS)
 	$(MAKE) --no-print-directory eval-report
+
+# ToG-2's completeness study: MetaQA 2-hop on the full KB and on half of it, the other half only as
+# text (documents about their head entities); tog, rag and tog2 on the same 50 questions.
+IKG_METHODS ?= tog,rag,tog2
+IKG_OUT ?= data/runs/incomplete-kg
+
+data/indexes/metaqa-half/manifest.json: | setup
+	$(PY) cli.py index --out data/indexes/metaqa-half --kg $(SHARED)/metaqa/kb --kg-format metaqa \
+	  --kg-keep 0.5 --seed 0 --dropped-as-docs
+
+incomplete-kg: data/indexes/metaqa/manifest.json data/indexes/metaqa-half/manifest.json  ## tog/rag/tog2 on 50 MetaQA 2-hop questions, full KB vs half KB (+ the dropped half as text)
+	for kb in full half; do index=data/indexes/metaqa; [ $$kb = half ] && index=data/indexes/metaqa-half; \
+	  $(PY) cli.py batch --index $$index --questions $(SHARED)/metaqa/questions/2-hop/qa_dev.txt \
+	    --methods $(IKG_METHODS) --sample 50 --seed 0 --llm $(EVAL_LLM) --out $(IKG_OUT)/$$kb || exit 1; \
+	  $(PY) cli.py eval $(IKG_OUT)/$$kb || exit 1; \
+	done
 
 eval-report: setup  ## score the runs of `make eval` again; writes $(EVAL_REPORT)
 	set -o pipefail; { echo "# make eval: $(EVAL_METHODS) with $(EVAL_LLM), $(EVAL_SAMPLE) questions (seed 0) per dataset"; echo; \

@@ -276,7 +276,8 @@ class _Run:
         best_guess = last and not self.config["abstain"]
         parsed = self._ask(p2.REASONING_SYSTEM,
                            p2.reasoning_user(self.text, self.clues, triples, passages, best_guess),
-                           p2.REASONING_SCHEMA, "reasoning", self.config["temperature_reasoning"],
+                           p2.REASONING_LAST_SCHEMA if best_guess else p2.REASONING_SCHEMA, "reasoning",
+                           self.config["temperature_reasoning"],
                            int(self.config["reasoning_max_tokens"]))
         answer = answer_of(parsed)
         sufficient = isinstance(parsed, dict) and parsed.get("sufficient") is True and bool(answer)

@@ -90,6 +90,14 @@ REASONING_SCHEMA: dict[str, Any] = {
     "required": ["sufficient", "answer", "clues"],
 }
 
+# The last round's call must name a best answer: the grammar forces a non-empty one (the 0.5B
+# model otherwise keeps to the system message's "answer": "" and writes the answer into the clues).
+REASONING_LAST_SCHEMA: dict[str, Any] = {
+    **REASONING_SCHEMA,
+    "properties": {**REASONING_SCHEMA["properties"],
+                   "answer": {"type": "string", "minLength": 1, "maxLength": ANSWER_MAX_CHARS}},
+}
+
 REASONING_SYSTEM = """You answer a question from knowledge graph triples, passages from documents, clues found earlier and what you know. First decide whether this knowledge is enough to answer.
 If it is, reply {"sufficient": true, "answer": "...", "clues": ""} with the short answer only: a name, a title, a date or a number.
 If it is not, reply {"sufficient": false, "answer": "", "clues": "..."} where clues states in one sentence the useful facts found so far.
