@@ -533,7 +533,8 @@ def _recover(out: Path) -> None:
             os.rename(old, out)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (on this host)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -570,7 +571,7 @@ def _clean_stale(out: Path) -> None:
         if not pid.isdigit() or not tmp.is_dir():
             continue
         unlocked = name == out.name or _lock_is_free(parent / f".{name}.lock")
-        if (int(pid) == os.getpid() or not _pid_alive(int(pid))) and unlocked:
+        if (int(pid) == os.getpid() or not pid_alive(int(pid))) and unlocked:
             shutil.rmtree(tmp, ignore_errors=True)
     for lock_path in parent.glob(".*.lock"):
         if _is_build_lock(lock_path):

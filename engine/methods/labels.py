@@ -17,6 +17,10 @@ from typing import TypeVar
 from engine.access.kg import KnowledgeGraph, Relation, is_literal
 from ingest.terms import local_name, readable_relation
 
+# Freebase bookkeeping relations that never answer a question (ToG drops them too).
+SCHEMA_RELATION_PREFIXES = ("type.", "common.", "freebase.", "kg.", "user.", "base.kwebbase",
+                            "dataworld.", "base.ontologies")
+
 UNNAMED = "unnamed entity"
 REVERSE_SUFFIX = " (reverse)"
 MAX_LABEL_CHARS = 80

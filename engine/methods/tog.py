@@ -46,6 +46,7 @@ from engine.methods.common import (
     timed,
 )
 from engine.methods.labels import (
+    SCHEMA_RELATION_PREFIXES,
     display_text,
     entity_text,
     relation_text,
@@ -60,9 +61,6 @@ from engine.questions.record import AnswerRecord, Question
 if TYPE_CHECKING:
     from engine.methods.context import Context
 
-# Freebase bookkeeping relations that never answer a question (ToG drops them too).
-SCHEMA_RELATION_PREFIXES = ("type.", "common.", "freebase.", "kg.", "user.", "base.kwebbase",
-                            "dataworld.", "base.ontologies")
 
 TOG_DEFAULTS: dict[str, Any] = {
     "width": 3,                    # W: beam width, relations and entities kept per depth

@@ -42,6 +42,7 @@ from engine.methods.common import (
     timed,
 )
 from engine.methods.labels import (
+    SCHEMA_RELATION_PREFIXES,
     display_text,
     entity_text,
     relation_text,
@@ -68,9 +69,6 @@ if TYPE_CHECKING:
     from engine.access.protocols import DocumentStore, Embedder
     from engine.methods.context import Context
 
-# Freebase bookkeeping relations that never answer a question (as in ToG).
-SCHEMA_RELATION_PREFIXES = ("type.", "common.", "freebase.", "kg.", "user.", "base.kwebbase",
-                            "dataworld.", "base.ontologies")
 _DOC_SOURCES = ("wiki", "web", "domain")
 
 TOG2_DEFAULTS: dict[str, Any] = {

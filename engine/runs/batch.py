@@ -61,6 +61,7 @@ from engine.questions.record import Question
 from engine.runs.answer import FATAL_ERRORS, answer_question, stamp_gold
 from engine.runs.context import open_context
 from engine.runs.transcripts import CALLS_DIR, TranscriptWriter
+from index.build import pid_alive
 from ingest.errors import IndexError_, InputError, LocalkgError, ModelError
 from ingest.progress import console
 
@@ -335,16 +336,6 @@ def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[st
     return changes, per_method
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _writer_gone(out: Path, run: dict[str, Any]) -> bool:
     """Whether the process that wrote "running" into `run` is gone: nobody holds the folder's
     lock (or, where the lock file cannot be opened, its pid is dead on this host)."""
@@ -354,7 +345,7 @@ def _writer_gone(out: Path, run: dict[str, Any]) -> bool:
         return True
     except OSError:
         writer = run.get("writer") or {}
-        return writer.get("host") == socket.gethostname() and not _pid_alive(int(writer.get("pid", 0)))
+        return writer.get("host") == socket.gethostname() and not pid_alive(int(writer.get("pid", 0)))
     with handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
