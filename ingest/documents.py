@@ -4,6 +4,7 @@ HotpotQA-style paragraph lists. Each yields `Document`s and logs what it skips a
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 from collections.abc import Iterator
@@ -323,8 +324,10 @@ def read_hotpot(path: Path, rejects: RejectLog, reporter: Reporter) -> Iterator[
         if paragraphs is None:
             rejects.add(Reject(str(path), None, f"question #{number}: no 'paragraphs' or 'context' list"))
             continue
-        for title, text in paragraphs:
-            text = text.strip()
+        for raw_title, raw_text in paragraphs:
+            # HotpotQA's Wikipedia titles and paragraphs keep HTML escapes ("Goldie &amp; Bear");
+            # the answers do not, so titles (which become entity names) and text are decoded.
+            title, text = html.unescape(raw_title), html.unescape(raw_text).strip()
             if not text:
                 rejects.add(Reject(str(path), None, f"question #{number}: empty paragraph {title!r}"))
                 continue

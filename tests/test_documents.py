@@ -4,6 +4,7 @@ JSONL, text/markdown/HTML folders, AdvHotpotQA paragraphs; format detection and 
 from __future__ import annotations
 
 import bz2
+import html
 import json
 from pathlib import Path
 
@@ -184,12 +185,14 @@ def test_adv_hotpot_paragraphs(shared_data: Path, tmp_path: Path) -> None:
     assert detect_doc_format(path) == "hotpot"
     docs, rejects = read(path, "hotpot", tmp_path)
     questions = json.loads(path.read_text())
-    unique = {(p["title"], p["context"]) for q in questions for p in q["paragraphs"]}
+    unique = {(html.unescape(p["title"]), html.unescape(p["context"])) for q in questions for p in q["paragraphs"]}
     assert len(docs) == len(unique) == 1226 and not rejects
     distractors = [d for d in docs if not d.linkable]
     assert len(distractors) == sum(1 for t, _ in unique if t == "added") > 0
     assert all(d.title == "" for d in distractors)
     assert all(d.title != "added" for d in docs)
+    assert not [d.title for d in docs if "&amp;" in d.title or "&amp;" in d.text]  # HTML escapes decoded
+    assert any(d.title == "Goldie & Bear" for d in docs)
     baiul = [d for d in docs if d.title == "Oksana Baiul"]
     assert baiul and baiul[0].text.startswith("Oksana Baiul (born November 16, 1977)")
 
