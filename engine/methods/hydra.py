@@ -1,0 +1,616 @@
+"""HydraRAG (methods `hydra` and `hydra-e`): structured cross-source reasoning over the KG and
+documents (the HydraRAG paper, §4, Appendix A Algorithms 1-4, defaults of Appendix C).
+
+1. Initialisation: topic entities (linking; a dataset's pre-linked ids first); available
+   evidence detection (kg: a topic entity has facts; wiki: a topic entity has documents, domain
+   collections count as wiki; web: the `web` collection answers the question); question
+   analysis in one call under a JSON schema: sub-questions, the skyline indicator and the
+   sources to search first (the agentic source selector, merged into the same call: the model
+   chooses among the available sources); D_predict is computed from the skyline (relations
+   between the answer and the farthest topic entity), bounded by D_max. An invalid reply gets
+   the LLM layer's one retry, then a fallback (the question as indicator, D_max, every source).
+2. Exploration phases, each ending in pruning and an answer attempt; the first `{Yes}` stops:
+   - initial: the selected sources at depth min(D_predict, D_max);
+   - refined: a follow-up question and a new indicator (one call), every available source, D_max;
+   - predicted: the model's candidate answers with their own indicators (one call), aligned
+     with subgraph entities, as extra path endpoints (lengths up to |List_P|·D_max);
+   - fallback: all paths found, pruned, and an answer from them plus the model's own knowledge
+     (marked as such in the record).
+   Structured retrieval is `hydra_paths` (question subgraph, skyline order, bidirectional path
+   search with the W1 relevance hook, grouped paths); unstructured is `hydra_docs` (top W_max
+   sentence windows per source by the skyline, one call writing them as knowledge paths).
+3. Pruning (`hydra_score.prune`, Algorithm 4 steps 1-2: relevance top W1, cross-score top W2),
+   then one selection call (the W2 as ids under an enum, top W_max, temperature 0) and one answer
+   call (the facts of the paths that matter, {Yes}/{No}, the answer).
+
+LLM calls: analysis 1; per phase: doc paths 0-1, selection 0-1 (none when W_max or fewer
+candidates), answer 1 (none for an empty pool); refined +1, predicted +1; fallback selection
+0-1 + answer 1. At most 1 + 3 + 4 + 4 + 2 = 14.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, cast
+
+from engine.access.graph import EvidencePath, Source, Subgraph, subgraph_within
+from engine.access.retrieval import DenseScorer
+from engine.methods import hydra_prompts as hp
+from engine.methods.common import (
+    answer_of,
+    ask,
+    found_in,
+    names_any,
+    new_record,
+    question_text,
+    rank_answers,
+    timed,
+)
+from engine.methods.hydra_docs import (
+    DocPath,
+    Sentence,
+    entity_sentences,
+    knowledge_paths,
+    top_sentences,
+    web_sentences,
+)
+from engine.methods.hydra_paths import (
+    KgPaths,
+    clustered_edges,
+    one_relation_per_edge,
+    path_candidates,
+    relevance_scorer,
+    search_paths,
+    skyline_depth,
+    skyline_order,
+)
+from engine.methods.hydra_score import SCORE_DEFAULTS, Candidate, Pruned, ScoreConfig, Scored, prune
+from engine.methods.labels import display_text, entity_text
+from engine.methods.spec import MethodSpec, booleans, numbers, one_of, positive_ints
+from engine.methods.topics import select_topic_entities
+from engine.questions.answer_match import names as _names
+from engine.questions.answer_match import normalise_answer
+from engine.questions.record import AnswerRecord, AnswerSource, Question
+from index.entities import normalise
+from ingest.errors import LocalkgError
+
+if TYPE_CHECKING:
+    from engine.access.graph import GroupedPath
+    from engine.access.protocols import DocumentStore, Embedder
+    from engine.methods.context import Context
+
+SOURCES = ("kg", "wiki", "web")
+PHASES = ("initial", "refined", "predicted", "fallback")
+SUPPORT_NAMES = {"kg": "KG", "wiki": "Wiki", "web": "Web"}
+
+HYDRA_DEFAULTS: dict[str, Any] = {
+    **SCORE_DEFAULTS,                 # lambda_sem, alpha_cross, w1, w2, w_max, priors, alpha_k, gamma, modes
+    "alpha_k": list(SCORE_DEFAULTS["alpha_k"]),
+    "d_max": 3,                       # D_max: subgraph hops and the refined / predicted depth
+    "max_topic_entities": 3,
+    "max_degree": 500,                # subgraph: facts read per node and direction
+    "max_nodes": 20_000,              # subgraph: node budget
+    "max_paths": 10_000,              # path search: paths kept per search
+    "max_shown": 5,                   # names shown per entity set of a grouped path
+    "one_relation_per_edge": False,   # hydra-e: one seeded-random relation per clustered edge
+    "source_selection": True,         # the model chooses the initial sources (false: all available)
+    "window_sentences": 1,            # sentences per document window
+    "max_chunks_per_entity": 20,
+    "max_sentence_chars": 300,
+    "web_k": 5,                       # web chunks the question search returns
+    "web_search": "dense",            # dense | sparse (BM25)
+    "align_threshold": 0.8,           # predicted answers: cosine to a subgraph entity's name
+    "max_align_nodes": 2000,          # subgraph entities embedded for that alignment
+    "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
+    "temperature_analysis": 0.0,
+    "temperature_exploration": 0.4,   # Appendix C: 0.4 during exploration (doc paths, refine, predict)
+    "temperature_selection": 0.0,     # Appendix C: 0 for pruning (the released code: 0.4)
+    "temperature_answer": 0.0,
+    "analysis_max_tokens": 160,
+    "doc_paths_max_tokens": 256,
+    "selection_max_tokens": 48,
+    "answer_max_tokens": 160,
+    "refine_max_tokens": 96,
+    "predict_max_tokens": 160,
+    "trace_max_entities": 300,        # entity names kept per stage in extra.trace
+    "seed": 0,
+}
+SCORE_KIND = "HydraRAG cross-score (Algorithm 4)"
+
+_SCORERS: dict[int, tuple[Embedder, DenseScorer]] = {}
+
+
+def shared_scorer(embedder: Embedder) -> DenseScorer:
+    """One DenseScorer per embedding model for the process: vectors are cached across questions."""
+    if id(embedder) not in _SCORERS:
+        _SCORERS[id(embedder)] = (embedder, DenseScorer(embedder))
+    return _SCORERS[id(embedder)][1]
+
+
+@dataclass
+class Analysis:
+    """The question analysis: sub-questions, skyline indicator, D_predict, initial sources."""
+
+    sub_questions: list[str]
+    skyline: str
+    d_predict: int
+    sources: list[str]
+    fallback: bool = False
+
+
+@dataclass
+class Attempt:
+    """One phase's pruning, selection and answer."""
+
+    phase: str
+    pool: list[Candidate]
+    pruned: Pruned = field(default_factory=lambda: Pruned([], []))
+    selected: list[Candidate] = field(default_factory=list)
+    answer: str = ""
+    enough: bool = False
+
+
+class _Hydra:
+    """State of one HydraRAG question."""
+
+    def __init__(self, question: Question, ctx: Context, config: dict[str, Any], method: str) -> None:
+        self.question, self.ctx, self.config = question, ctx, config
+        self.kg = ctx.kg
+        self.text = question_text(question)
+        self.record = new_record(question, method)
+        self.score_config = ScoreConfig.from_config(config)
+        self.trace: list[dict[str, Any]] = []
+        self.docs = self._docs()
+        embedder = self._embedder()
+        self.scorer = shared_scorer(embedder) if embedder is not None else None
+        self.topics: list[str] = []
+        self.topic_labels: list[str] = []
+        self.sub: Subgraph | None = None        # the D_max-hop question subgraph (hydra-e: reduced)
+        self.connected: Subgraph | None = None  # its part that connects the topic entities
+        self._sub_labels: dict[str, str] | None = None
+
+    # -- sources ------------------------------------------------------------------------------
+    def _docs(self) -> DocumentStore | None:
+        try:
+            return self.ctx.docs
+        except (LocalkgError, RuntimeError):
+            return None
+
+    def _embedder(self) -> Embedder | None:
+        try:
+            return self.docs.embedder if self.docs is not None else self.ctx.embedder
+        except (LocalkgError, RuntimeError):
+            return None
+
+    def label(self, node: str) -> str:
+        return entity_text(self.kg, node)
+
+    def name(self, node: str) -> str:
+        return display_text(self.kg, node)
+
+    def available_sources(self) -> list[str]:
+        """Available evidence detection: the sources in which the topic entities have matches."""
+        found: list[str] = []
+        with timed(self.record, "evidence_detection"):
+            if any(self.kg.edges(t, d, limit=1).pairs for t in self.topics for d in ("out", "in")):
+                found.append("kg")
+            if self.docs is not None and self.scorer is not None:
+                if any(entity_sentences(self.docs, [t], 1, 1) for t in self.topics):
+                    found.append("wiki")
+                if self._web(self.text):
+                    found.append("web")
+        return found
+
+    def _web(self, query: str) -> list[Sentence]:
+        if self.docs is None:
+            return []
+        try:
+            return web_sentences(self.docs, query, int(self.config["web_k"]), self.config["web_search"],
+                                 int(self.config["window_sentences"]))
+        except (LocalkgError, RuntimeError, ValueError) as exc:  # e.g. built without vectors
+            self.record.extra.setdefault("notes", []).append(f"web search failed: {exc}")
+            return []
+
+    # -- calls --------------------------------------------------------------------------------
+    def _ask(self, system: str, user: str, schema: dict[str, Any], stage: str, temperature: str,
+             max_tokens: str) -> Any | None:
+        return ask(self.ctx.llm, self.record, system=system, user=user, schema=schema, stage=stage,
+                   temperature=float(self.config[temperature]), max_tokens=int(self.config[max_tokens]),
+                   seed=int(self.config["seed"]))
+
+    def analyse(self, available: Sequence[str]) -> Analysis:
+        """Question analysis and source selection in one call; a fallback when it fails."""
+        d_max = int(self.config["d_max"])
+        offered = list(available) or ["kg"]
+        parsed = self._ask(hp.ANALYSIS_SYSTEM, hp.analysis_user(self.text, self.topic_labels, offered),
+                           hp.analysis_schema(offered), "analysis", "temperature_analysis", "analysis_max_tokens")
+        skyline = " ".join(str(parsed.get("skyline", "")).split()) if isinstance(parsed, dict) else ""
+        if not skyline:
+            return Analysis([self.text], self.text, d_max, list(available), fallback=True)
+        subs = [" ".join(str(s).split()) for s in parsed.get("sub_questions", []) if str(s).strip()]
+        chosen = [s for s in SOURCES if s in parsed.get("sources", []) and s in available]
+        if not self.config["source_selection"] or not chosen:
+            chosen = list(available)
+        return Analysis(subs, skyline, skyline_depth(skyline, self.topic_labels, d_max), chosen)
+
+    # -- structured retrieval -----------------------------------------------------------------
+    def subgraph(self) -> Subgraph:
+        if self.sub is None:
+            with timed(self.record, "subgraph"):
+                sub = subgraph_within(self.kg, self.topics, int(self.config["d_max"]),
+                                      max_degree=int(self.config["max_degree"]),
+                                      max_nodes=int(self.config["max_nodes"]))
+                summary: dict[str, Any] = sub.summary()
+                if self.config["one_relation_per_edge"]:
+                    summary["clustered_edges"] = clustered_edges(sub)
+                    sub = one_relation_per_edge(sub, int(self.config["seed"]))
+                self.sub, self.connected = sub, sub.connecting()
+            summary["connecting_nodes"] = self.connected.graph.number_of_nodes()
+            summary["gold"] = self.gold_in(self.subgraph_labels().values())
+            self.record.extra["subgraph"] = summary
+        return self.sub
+
+    def subgraph_labels(self) -> dict[str, str]:
+        """Names of the subgraph's entities (E_q), read once per question."""
+        if self._sub_labels is None:
+            sub = self.subgraph()
+            self._sub_labels = {n: self.label(n) for n in sub.graph.nodes}
+        return self._sub_labels
+
+    def relevance(self, indicator: str) -> Any:
+        """Relevance of candidates to `indicator` (hydra_score, Algorithm 4 step 1)."""
+        def score(cands: Sequence[Candidate]) -> list[float]:
+            assert self.scorer is not None
+            config = replace(self.score_config, w1=max(1, len(cands)), w2=1)
+            pruned = prune(cands, indicator, self.topic_labels, set(), self.scorer.vectors, config)
+            by_id = {id(s.candidate): s.relevance for s in pruned.after_relevance}
+            return [by_id[id(c)] for c in cands]
+        return score
+
+    def kg_paths(self, topics: Sequence[str], indicator: str, depth: int, step: dict[str, Any],
+                 all_depths: bool = False) -> list[Candidate]:
+        sub = self.subgraph()
+        graph = self.connected if list(topics) == list(sub.topics) or len(topics) < 2 else \
+            Subgraph(sub.graph, list(topics), sub.hops, sub.depth).connecting()
+        assert graph is not None
+        scorer = relevance_scorer(self.label, self.kg.relation_label, topics, self.relevance(indicator)) \
+            if self.scorer is not None else None
+        with timed(self.record, "path_search"):
+            found: KgPaths = search_paths(graph, topics, depth, w1=int(self.config["w1"]), scorer=scorer,
+                                          max_paths=int(self.config["max_paths"]), all_depths=all_depths)
+        cands = path_candidates(found.groups, self.label, self.kg.relation_label, int(self.config["max_shown"]))
+        names = [self.label(n) for p in found.paths for n in p.entities]
+        step.setdefault("bfs", []).append({"topics": [self.name(t) for t in topics], "depth": depth,
+                                           "paths": len(found.paths), "groups": len(found.groups),
+                                           **self.stage_names(names, [])})
+        return cands
+
+    # -- unstructured retrieval ---------------------------------------------------------------
+    def doc_paths(self, sources: Sequence[str], entities: Sequence[str], query: str, indicator: str,
+                  step: dict[str, Any]) -> list[Candidate]:
+        if self.docs is None or self.scorer is None:
+            return []
+        k, chars = int(self.config["w_max"]), int(self.config["max_sentence_chars"])
+        kept: list[Sentence] = []
+        with timed(self.record, "doc_retrieval"):
+            if "wiki" in sources:
+                found = entity_sentences(self.docs, entities, int(self.config["window_sentences"]),
+                                         int(self.config["max_chunks_per_entity"]))
+                kept += top_sentences(self.scorer, indicator, found, k, chars)
+            if "web" in sources:
+                kept += top_sentences(self.scorer, indicator, self._web(query), k, chars)
+        step["sentences"] = [s.chunk_id for s in kept]
+        labels = [self.label(e) for e in entities]
+        cands = knowledge_paths(self.ctx.llm, self.record, kept, labels, indicator, self.config)
+        step["doc_paths"] = [c.text for c in cands]
+        return cands
+
+    def explore(self, step: dict[str, Any], sources: Sequence[str], topics: Sequence[str], indicator: str,
+                depth: int, doc_entities: Sequence[str], query: str, all_depths: bool = False) -> list[Candidate]:
+        pool: list[Candidate] = []
+        if "kg" in sources and topics:
+            pool += self.kg_paths(topics, indicator, depth, step, all_depths)
+        if any(s in sources for s in ("wiki", "web")):
+            pool += self.doc_paths(sources, doc_entities, query, indicator, step)
+        return pool
+
+    # -- pruning, selection, answer -----------------------------------------------------------
+    def prune(self, pool: Sequence[Candidate], indicator: str) -> Pruned:
+        assert self.scorer is not None
+        known = {n for c in pool if c.source == "kg" for n in c.entities}
+        if any(c.source != "kg" for c in pool) and self.sub is not None:
+            known |= set(self.subgraph_labels().values())
+        with timed(self.record, "pruning"):
+            return prune(pool, indicator, self.topic_labels, known, self.scorer.vectors, self.score_config)
+
+    def select(self, kept: Sequence[Scored], indicator: str) -> list[Candidate]:
+        """LLM-aware selection: the top W_max of the W2 (no call when there is nothing to choose)."""
+        k = int(self.config["w_max"])
+        cands = [s.candidate for s in kept]
+        if len(cands) <= k:
+            return cands
+        parsed = self._ask(hp.SELECT_SYSTEM, hp.select_user([c.text for c in cands], indicator, self.text, k),
+                           hp.select_schema(len(cands), k), "selection", "temperature_selection",
+                           "selection_max_tokens")
+        if not isinstance(parsed, dict):  # a failed call keeps the cross-score order
+            return cands[:k]
+        return [cands[int(i[1:]) - 1] for i in dict.fromkeys(parsed["paths"])]
+
+    def attempt(self, phase: str, pool: list[Candidate], analysis: Analysis, step: dict[str, Any]) -> Attempt:
+        """Prune, select and answer; `enough` when the model says {Yes} (and the answer stands)."""
+        result = Attempt(phase, _dedupe(pool))
+        if not result.pool or self.scorer is None:
+            step["answer"] = {"skipped": "no candidate paths"}
+            return result
+        result.pruned = self.prune(result.pool, analysis.skyline)
+        step["relevance"] = self.scored_stage(result.pruned.after_relevance)
+        step["cross"] = self.scored_stage(result.pruned.after_cross)
+        result.selected = self.select(result.pruned.after_cross, analysis.skyline)
+        step["selected"] = {"texts": [c.text for c in result.selected],
+                            **self.stage_names([n for c in result.selected for n in c.entities],
+                                               [c.text for c in result.selected])}
+        texts = [c.text for c in result.selected]
+        if phase == "fallback":
+            parsed = self._ask(hp.FALLBACK_SYSTEM, hp.answer_user(texts, analysis.skyline, self.text),
+                               hp.FALLBACK_SCHEMA, "answer_fallback", "temperature_answer", "answer_max_tokens")
+            result.answer = answer_of(parsed)
+            own = not isinstance(parsed, dict) or parsed.get("from") != "paths"
+            step["answer"] = {"answer": result.answer, "from": "own knowledge" if own else "paths"}
+            self.record.extra["own_knowledge"] = own or self.support(result.answer, result.selected) == []
+            return result
+        parsed = self._ask(hp.ANSWER_SYSTEM, hp.answer_user(texts, analysis.skyline, self.text, analysis.sub_questions),
+                           hp.ANSWER_SCHEMA, "answer", "temperature_answer", "answer_max_tokens")
+        result.answer = answer_of(parsed)
+        said_yes = isinstance(parsed, dict) and parsed.get("enough") == "Yes" and bool(result.answer)
+        step["answer"] = {"enough": "Yes" if said_yes else "No", "answer": result.answer,
+                          "facts": parsed.get("facts", "") if isinstance(parsed, dict) else ""}
+        result.enough = said_yes
+        if said_yes and self.config["require_grounded_answer"] and not self.support(result.answer, result.selected):
+            step["answer"]["ungrounded_answer"] = True
+            result.enough = False
+        return result
+
+    # -- the record ---------------------------------------------------------------------------
+    def support(self, answer: str, selected: Sequence[Candidate]) -> list[str]:
+        """The sources whose selected paths name the answer (a topic entity names nothing)."""
+        if not answer or normalise(answer) in {normalise(t) for t in self.topic_labels}:
+            return []
+        topics = {normalise(t) for t in self.topic_labels}
+        found = set()
+        for c in selected:
+            names = [n for n in c.entities if normalise(n) not in topics]
+            if names_any(answer, names) or (c.source != "kg" and found_in(answer, [c.text])):
+                found.add(c.source)
+        return [s for s in SOURCES if s in found]
+
+    def reached(self, selected: Sequence[Candidate]) -> list[str]:
+        """Names the selected paths reach, answer candidates first: the last entity set of each
+        KG path (best path first), then the sets before it, then the documents' entities."""
+        groups = [cast("GroupedPath", c.payload) for c in selected if c.source == "kg"]
+        ends = [self.label(e) for g in groups for e in g.sets[-1]]
+        middles = [self.label(e) for g in groups for s in reversed(g.sets[1:-1]) for e in s]
+        docs = [n for c in selected if c.source != "kg" for n in reversed(c.entities)]
+        return [n for n in ends + middles + docs if not n.startswith("unnamed entity")]
+
+    def gold_in(self, names: Any, texts: Sequence[str] = ()) -> list[str]:
+        """The gold answers a stage holds: a name equal to one, or (documents) a text saying it.
+        For the stage-recall statistics only; nothing in the method reads it."""
+        keys = {normalise_answer(n) for n in names}
+        haystack = " | ".join(normalise_answer(t) for t in texts)
+        return [a for a in self.question.answers
+                if (k := normalise_answer(a)) and (k in keys or (texts and _names(haystack, k)))]
+
+    def stage_names(self, names: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
+        distinct = list(dict.fromkeys(names))
+        cap = int(self.config["trace_max_entities"])
+        return {"entities": distinct[:cap], "entity_count": len(distinct), "gold": self.gold_in(distinct, texts)}
+
+    def scored_stage(self, scored: Sequence[Scored]) -> dict[str, Any]:
+        cands = [s.candidate for s in scored]
+        return {"n": len(scored), "top": [s.as_dict() for s in scored[:3]],
+                **self.stage_names([n for c in cands for n in c.entities], [c.text for c in cands if c.source != "kg"])}
+
+    def evidence(self, selected: Sequence[Candidate], scores: dict[int, float]) -> list[EvidencePath]:
+        result = []
+        for c in selected:
+            score = scores.get(id(c))
+            if c.source == "kg":
+                group = cast("GroupedPath", c.payload)
+                for path in group.paths[: int(self.config["max_shown"])]:
+                    ev = EvidencePath.from_path(path, self.name, self.kg.relation_label)
+                    ev.score, ev.score_kind = score, SCORE_KIND
+                    result.append(ev)
+            else:
+                s = cast(DocPath, c.payload).sentence
+                source = cast(Source, s.collection if s.collection in ("wiki", "web", "domain") else "domain")
+                result.append(EvidencePath(source=source, sentences=[s.text, c.text], chunk_ids=[s.chunk_id],
+                                           titles=[s.title], score=score, score_kind=SCORE_KIND))
+        return result
+
+    def finish(self, attempt: Attempt) -> None:
+        phase, answer, selected = attempt.phase, attempt.answer, attempt.selected
+        self.record.extra["phase"] = phase
+        self.record.extra["answer_text"] = answer
+        candidates = [n for n in dict.fromkeys(self.reached(selected)) if n not in self.topic_labels]
+        self.record.prediction, self.record.predictions = rank_answers(answer, candidates, self.topic_labels)
+        support = self.support(answer, selected)
+        self.record.extra["support"] = "+".join(SUPPORT_NAMES[s] for s in support) or "LLM"
+        kg, doc = "kg" in support, any(s != "kg" for s in support)
+        source = "both" if kg and doc else "kg" if kg else "doc" if doc else "llm"
+        self.record.answer_source = cast(AnswerSource, source if self.record.prediction else "none")
+        scores = {id(s.candidate): round(s.cross, 6) for s in attempt.pruned.after_cross}
+        self.record.paths = self.evidence(selected, scores)
+        self.record.extra["final_paths"] = [{"text": c.text, "source": c.source} for c in selected]
+        self.record.extra["trace"] = self.trace
+
+
+def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:
+    seen: dict[tuple[str, str], Candidate] = {}
+    for c in pool:
+        seen.setdefault((c.source, c.text), c)
+    return list(seen.values())
+
+
+# ---- the phases -----------------------------------------------------------------------------------
+
+
+def _refine(run: _Hydra, analysis: Analysis, last: Attempt) -> tuple[str, str, list[str]]:
+    """The follow-up question, its indicator and its topic entities (linked; the question's own
+    first). A failed call keeps the question and the skyline."""
+    parsed = run._ask(hp.REFINE_SYSTEM, hp.refine_user([c.text for c in last.selected], analysis.skyline, run.text),
+                      hp.REFINE_SCHEMA, "refine", "temperature_exploration", "refine_max_tokens")
+    if not isinstance(parsed, dict):
+        return run.text, analysis.skyline, list(run.topics)
+    q_new = " ".join(str(parsed["question"]).split())
+    i_new = " ".join(str(parsed["skyline"]).split()) or analysis.skyline
+    topics = list(run.topics)
+    try:
+        linker = run.ctx.linker
+        topics += [c.entity for c in linker.link(q_new) if linker.has(c.entity)][: int(run.config["max_topic_entities"])]
+    except (LocalkgError, RuntimeError):
+        pass
+    return q_new, i_new, list(dict.fromkeys(topics))
+
+
+def _predict(run: _Hydra, pool: Sequence[Candidate]) -> list[tuple[str, str]]:
+    k = int(run.config["w_max"])
+    shown = [c.text for c in pool[:k]]
+    parsed = run._ask(hp.PREDICT_SYSTEM, hp.predict_user(shown, run.text, k), hp.predict_schema(k), "predict",
+                      "temperature_exploration", "predict_max_tokens")
+    if not isinstance(parsed, dict):
+        return []
+    found = [(" ".join(str(p["answer"]).split()), " ".join(str(p["skyline"]).split()))
+             for p in parsed["predictions"]]
+    return [(a, s) for a, s in found if a]
+
+
+def _align(run: _Hydra, answer: str) -> tuple[str | None, float]:
+    """A predicted answer's entity in the subgraph: its name exactly, else the most similar name
+    (cosine >= align_threshold) among the first `max_align_nodes` entities by hop distance."""
+    labels = run.subgraph_labels()
+    key = normalise(answer)
+    for node, label in labels.items():
+        if normalise(label) == key:
+            return node, 1.0
+    if run.scorer is None or run.sub is None:
+        return None, 0.0
+    depth = run.sub.depth
+    nodes = sorted((n for n in labels if n not in run.topics), key=lambda n: (depth.get(n, 99), n))
+    nodes = nodes[: int(run.config["max_align_nodes"])]
+    if not nodes:
+        return None, 0.0
+    with timed(run.record, "alignment"):
+        best = run.scorer.rank(answer, [labels[n] for n in nodes], 1)[0]
+    return (nodes[best[0]], best[1]) if best[1] >= float(run.config["align_threshold"]) else (None, best[1])
+
+
+def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], method: str) -> AnswerRecord:
+    """HydraRAG (Algorithm 3): initialisation, then initial, refined and predicted exploration,
+    each pruned (Algorithm 4) and answered; a fallback answer after all three."""
+    run = _Hydra(question, ctx, config, method)
+    d_max = int(config["d_max"])
+    run.topics = select_topic_entities(question, ctx, run.record, int(config["max_topic_entities"]), run.name)
+    run.topic_labels = [run.label(t) for t in run.topics]
+    available = run.available_sources() if run.topics else []
+    analysis = run.analyse(available)
+    run.record.extra.update({"available_sources": available, "selected_sources": analysis.sources,
+                             "skyline": analysis.skyline, "d_predict": analysis.d_predict,
+                             "sub_questions": analysis.sub_questions})
+    if analysis.fallback:
+        run.record.extra["analysis_fallback"] = True
+    attempts: list[Attempt] = []
+    if available and run.scorer is not None:
+        ordered = skyline_order(run.topics, run.topic_labels, analysis.skyline)
+        # initial exploration: the selected sources at min(D_predict, D_max)
+        depth = min(analysis.d_predict, d_max)
+        step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
+                                "sources": analysis.sources}
+        run.trace.append(step)
+        pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text)
+        attempts.append(run.attempt("initial", pool, analysis, step))
+        if attempts[-1].enough:
+            run.finish(attempts[-1])
+            return run.record
+        # refined exploration: a follow-up question and indicator, every source, D_max
+        q_new, i_new, new_topics = _refine(run, analysis, attempts[-1])
+        step = {"phase": "refined", "question": q_new, "indicator": i_new, "depth": d_max, "sources": available}
+        run.trace.append(step)
+        pool = run.explore(step, available, ordered, i_new, d_max, new_topics, q_new)
+        attempts.append(run.attempt("refined", pool, analysis, step))
+        if attempts[-1].enough:
+            run.finish(attempts[-1])
+            return run.record
+        # predicted exploration: the model's candidate answers as extra endpoints
+        seen = [c for a in attempts for c in (a.selected or a.pool)]
+        step = {"phase": "predicted", "depth": d_max, "sources": available, "predictions": []}
+        run.trace.append(step)
+        pool = []
+        for answer, indicator in _predict(run, seen):
+            node, similarity = _align(run, answer) if "kg" in available else (None, 0.0)
+            step["predictions"].append({"answer": answer, "indicator": indicator,
+                                        "aligned": run.name(node) if node else None,
+                                        "similarity": round(similarity, 4)})
+            extra = [node] if node and node not in run.topics else []
+            listed = skyline_order([*run.topics, *extra], [*run.topic_labels, *(run.label(n) for n in extra)],
+                                   indicator)
+            kg_sources = available if extra else [s for s in available if s != "kg"]
+            pool += run.explore(step, kg_sources, listed, indicator, d_max, [*run.topics, *extra], run.text,
+                                all_depths=True)
+        attempts.append(run.attempt("predicted", pool, analysis, step))
+        if attempts[-1].enough:
+            run.finish(attempts[-1])
+            return run.record
+    # fallback: every path found, and the model's own knowledge
+    step = {"phase": "fallback"}
+    run.trace.append(step)
+    final = run.attempt("fallback", [c for a in attempts for c in a.pool], analysis, step)
+    if not final.pool:
+        parsed = run._ask(hp.FALLBACK_SYSTEM, hp.answer_user([], analysis.skyline, run.text), hp.FALLBACK_SCHEMA,
+                          "answer_fallback", "temperature_answer", "answer_max_tokens")
+        final.answer = answer_of(parsed)
+        step["answer"] = {"answer": final.answer, "from": "own knowledge"}
+        run.record.extra["own_knowledge"] = True
+        if parsed is None:
+            run.record.error = "the final answer call failed: " + run.record.extra["call_errors"][-1]["error"]
+    run.finish(final)
+    return run.record
+
+
+def run_hydra(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    return run_hydra_method(question, ctx, config, "hydra")
+
+
+def run_hydra_e(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    return run_hydra_method(question, ctx, config, "hydra-e")
+
+
+def _checks() -> tuple[Any, ...]:
+    def alpha_k(config: dict[str, Any]) -> None:
+        value = config["alpha_k"]
+        if not isinstance(value, list | tuple) or len(value) != 3 or any(
+                isinstance(a, bool) or not isinstance(a, int | float) or a < 0 for a in value):
+            raise ValueError(f"alpha_k must be a list of 3 non-negative numbers, not {value!r}")
+
+    return (positive_ints("w1", "w2", "w_max", "d_max", "max_topic_entities", "max_degree", "max_nodes",
+                          "max_paths", "max_shown", "window_sentences", "max_chunks_per_entity",
+                          "max_sentence_chars", "web_k", "max_align_nodes", "analysis_max_tokens",
+                          "doc_paths_max_tokens", "selection_max_tokens", "answer_max_tokens",
+                          "refine_max_tokens", "predict_max_tokens", "trace_max_entities"),
+            numbers("lambda_sem", "alpha_cross", "gamma", "align_threshold", low=0.0, high=1.0),
+            numbers("prior_kg", "prior_wiki", "prior_web", low=0.0),
+            numbers("temperature_analysis", "temperature_exploration", "temperature_selection",
+                    "temperature_answer", low=0.0, high=2.0),
+            one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
+            one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
+            booleans("one_relation_per_edge", "source_selection", "require_grounded_answer"), alpha_k)
+
+
+HYDRA = MethodSpec(
+    "hydra", run_hydra, HYDRA_DEFAULTS,
+    "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",
+    _checks())
+HYDRA_E = MethodSpec(
+    "hydra-e", run_hydra_e, {**HYDRA_DEFAULTS, "one_relation_per_edge": True},
+    "HydraRAG-E: HydraRAG with one seeded-random relation per clustered edge of the question subgraph",
+    _checks())

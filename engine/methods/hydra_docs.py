@@ -1,0 +1,121 @@
+"""HydraRAG's unstructured retrieval (§4.2.1, Algorithm 2) over the shared document retrieval.
+
+Wiki (and domain) source: the chunks of the topic entities' documents (`entity_chunks`), cut
+into sentence windows (`sentence_windows`). Web source: the `web` collection searched by the
+question (`search_web`, offline), cut the same way. Each source's windows are ranked by the
+index's dense model against the skyline indicator (`DenseScorer`) and its top W_max kept; then
+one LLM call turns all kept windows into knowledge paths ("A - relation - B - relation - C"),
+each tied to its window's chunk id, which join the candidate pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.access.documents import ChunkRecord
+from engine.access.retrieval import WEB, DenseScorer, entity_chunks, search_web, sentence_windows
+from engine.methods import hydra_prompts as hp
+from engine.methods.common import ask
+from engine.methods.hydra_paths import skyline_chain
+from engine.methods.hydra_score import Candidate
+
+if TYPE_CHECKING:
+    from engine.access.protocols import DocumentStore
+    from engine.llm.backends import LLM
+    from engine.questions.record import AnswerRecord
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence window with where it comes from."""
+
+    text: str
+    chunk_id: str
+    title: str
+    collection: str  # the document collection (wiki, domain, web, ...)
+    score: float = 0.0
+
+    @property
+    def source(self) -> str:
+        """The evidence source for scoring: web, or wiki (domain documents count as wiki)."""
+        return "web" if self.collection == WEB else "wiki"
+
+    def shown(self, max_chars: int) -> str:
+        text = f"{self.title}: {self.text}" if self.title else self.text
+        text = " ".join(text.split())
+        return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+@dataclass(frozen=True)
+class DocPath:
+    """The payload of a knowledge path written from a sentence: its provenance."""
+
+    sentence: Sentence
+
+
+def _windows(chunk: ChunkRecord, size: int) -> list[Sentence]:
+    return [Sentence(w.text, chunk.chunk_id, chunk.title, chunk.collection)
+            for w in sentence_windows(chunk, size)]
+
+
+def entity_sentences(docs: DocumentStore, entities: Sequence[str], window: int,
+                     max_chunks: int) -> list[Sentence]:
+    """The sentence windows of the entities' documents (the web collection aside: it is the
+    web source's), in document order, each window once."""
+    found: dict[tuple[str, str], Sentence] = {}
+    for entity in dict.fromkeys(entities):
+        for chunk in entity_chunks(docs, entity, max_chunks):
+            if chunk.collection == WEB:
+                continue
+            for s in _windows(chunk, window):
+                found.setdefault((s.chunk_id, s.text), s)
+    return list(found.values())
+
+
+def web_sentences(docs: DocumentStore, question: str, k: int, mode: str, window: int) -> list[Sentence]:
+    """The sentence windows of the `web` chunks the question finds (empty: no web collection)."""
+    found: dict[tuple[str, str], Sentence] = {}
+    for hit in search_web(docs, question, k, mode):
+        for s in _windows(hit.chunk, window):
+            found.setdefault((s.chunk_id, s.text), s)
+    return list(found.values())
+
+
+def top_sentences(scorer: DenseScorer, indicator: str, sentences: Sequence[Sentence], k: int,
+                  max_chars: int) -> list[Sentence]:
+    """The k windows closest to the indicator (cosine of "title: window"), best first."""
+    if not sentences:
+        return []
+    ranked = scorer.rank(indicator, [s.shown(max_chars) for s in sentences], k)
+    return [Sentence(sentences[i].text, sentences[i].chunk_id, sentences[i].title,
+                     sentences[i].collection, score) for i, score in ranked]
+
+
+def path_entities(path: str) -> tuple[str, ...]:
+    """The entities of a written path: its items at even positions (relations between)."""
+    return tuple(dict.fromkeys(item for item in skyline_chain(path)[::2] if item))
+
+
+def knowledge_paths(llm: LLM, record: AnswerRecord, sentences: Sequence[Sentence], entities: Sequence[str],
+                    skyline: str, config: dict[str, Any]) -> list[Candidate]:
+    """One call: the sentences as knowledge paths (Prompt_StructuredPathGen), each a candidate
+    with its sentence's source and chunk id. A failed call gives no paths."""
+    if not sentences:
+        return []
+    shown = [s.shown(int(config["max_sentence_chars"])) for s in sentences]
+    parsed = ask(llm, record, system=hp.DOC_PATHS_SYSTEM, user=hp.doc_paths_user(shown, entities, skyline),
+                 schema=hp.doc_paths_schema(len(sentences)), stage="doc_paths",
+                 temperature=float(config["temperature_exploration"]),
+                 max_tokens=int(config["doc_paths_max_tokens"]), seed=int(config["seed"]))
+    if not isinstance(parsed, dict):
+        return []
+    result: dict[str, Candidate] = {}
+    for item in parsed.get("paths", []):
+        text = " ".join(str(item.get("path", "")).split())
+        sentence = sentences[int(str(item["sentence"])[1:]) - 1]
+        names = path_entities(text)
+        if text and names and text not in result:
+            result[text] = Candidate(text, names, sentence.source, DocPath(sentence))
+    return list(result.values())
