@@ -11,8 +11,9 @@ export TOKENIZERS_PARALLELISM := false
 
 INDEX ?= data/indexes/demo
 DEMO_OUT ?= data/runs/demo
+DEMO_LLM ?= qwen2.5-coder-0.5b
 
-.PHONY: help setup models test test-fast lint demo index eval incomplete-kg eval-report check-scores bench clean
+.PHONY: help setup models test test-fast lint demo index eval incomplete-kg hotpot eval-report check-scores bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -64,7 +65,7 @@ DEMO_METHODS ?= tog
 demo: index  ## build the demo index, answer the demo questions with tog, print the scores
 	$(PY) cli.py kg stats --index $(INDEX)
 	$(PY) cli.py docs stats --index $(INDEX)
-	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) --out $(DEMO_OUT)
+	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) --llm $(DEMO_LLM) --out $(DEMO_OUT)
 	$(PY) cli.py eval $(DEMO_OUT)
 
 # ---- paper-style evaluation (README tables): 50 sampled questions (seed 0) per dataset ------
@@ -96,17 +97,33 @@ eval: data/indexes/metaqa/manifest.json data/indexes/pq3h/manifest.json  ## run 
 # text (documents about their head entities); tog, rag and tog2 on the same 50 questions.
 IKG_METHODS ?= tog,rag,tog2
 IKG_OUT ?= data/runs/incomplete-kg
+IKG_KBS ?= full half
 
 data/indexes/metaqa-half/manifest.json: | setup
 	$(PY) cli.py index --out data/indexes/metaqa-half --kg $(SHARED)/metaqa/kb --kg-format metaqa \
 	  --kg-keep 0.5 --seed 0 --dropped-as-docs
 
 incomplete-kg: data/indexes/metaqa/manifest.json data/indexes/metaqa-half/manifest.json  ## tog/rag/tog2 on 50 MetaQA 2-hop questions, full KB vs half KB (+ the dropped half as text)
-	for kb in full half; do index=data/indexes/metaqa; [ $$kb = half ] && index=data/indexes/metaqa-half; \
+	for kb in $(IKG_KBS); do index=data/indexes/metaqa; [ $$kb = half ] && index=data/indexes/metaqa-half; \
 	  $(PY) cli.py batch --index $$index --questions $(SHARED)/metaqa/questions/2-hop/qa_dev.txt \
 	    --methods $(IKG_METHODS) --sample 50 --seed 0 --llm $(EVAL_LLM) --out $(IKG_OUT)/$$kb || exit 1; \
 	  $(PY) cli.py eval $(IKG_OUT)/$$kb || exit 1; \
 	done
+
+# ToG-2's AdvHotpotQA: every paragraph of the question file as a document, plus the mentions KG
+# built from them (title entities; an edge where a paragraph names another title); rag and tog2.
+HOTPOT_QUESTIONS ?= $(SHARED)/paper_questions/tog2/hotpotadv_dev.json
+HOTPOT_METHODS ?= rag,tog2
+HOTPOT_OUT ?= data/runs/hotpot/$(EVAL_LLM)
+
+data/indexes/hotpot/manifest.json: | setup
+	$(PY) cli.py index --out data/indexes/hotpot --docs $(HOTPOT_QUESTIONS) --docs-format hotpot \
+	  --collection wiki --kg-from-docs mentions
+
+hotpot: data/indexes/hotpot/manifest.json  ## rag/tog2 on 50 AdvHotpotQA questions (ToG-2's set) over its paragraphs + the mentions KG
+	$(PY) cli.py batch --index data/indexes/hotpot --questions $(HOTPOT_QUESTIONS) --methods $(HOTPOT_METHODS) \
+	  --sample 50 --seed 0 --llm $(EVAL_LLM) --out $(HOTPOT_OUT)
+	$(PY) cli.py eval $(HOTPOT_OUT)
 
 eval-report: setup  ## score the runs of `make eval` again; writes $(EVAL_REPORT)
 	set -o pipefail; { echo "# make eval: $(EVAL_METHODS) with $(EVAL_LLM), $(EVAL_SAMPLE) questions (seed 0) per dataset"; echo; \

@@ -360,3 +360,20 @@ def test_tog2_imports_no_other_method() -> None:
         imported |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                      and n.module for a in n.names}
         assert not imported & others, name
+
+
+def test_no_linked_entity_starts_from_the_questions_best_passages(demo_index: Path) -> None:
+    unnamed = Question("u1", "Which firm builds battery cells in a plant that opened last year?", ["x"])
+    record, llm = run(demo_index, unnamed, script(keep_topics=5), depth=1)
+    found = record.topic_entities
+    assert found and all(t["reason"] == "search" for t in found) and len(found) <= 5
+    docs = ParquetDocumentStore(demo_index)
+    hits = docs.dense_search(unnamed.question, 5)
+    assert [t["id"] for t in found] == list(dict.fromkeys(h.chunk.entity for h in hits if h.chunk.entity))[:5]
+    assert stages(record)[0] == "topic_prune" and record.extra.get("stopped") != "no_topic_entity"
+    offered = llm.requests[0].schema["properties"]["entities"]["items"]["enum"]  # type: ignore[index]
+    assert len(offered) == len(found)
+    off, _ = run(demo_index, unnamed, script(keep_topics=5), depth=1, topic_search=0)  # the paper: linking only
+    assert stages(off) == ["answer_llm"] and off.extra["stopped"] == "no_topic_entity" and not off.topic_entities
+    with pytest.raises(ValueError, match="topic_search must be an integer >= 0"):
+        resolve_config("tog2", {"topic_search": -1})

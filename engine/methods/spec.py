@@ -66,6 +66,16 @@ def positive_ints(*keys: str) -> Check:
     return check
 
 
+def non_negative_ints(*keys: str) -> Check:
+    """Each key must hold an integer >= 0 (0 usually: off)."""
+    def check(config: dict[str, Any]) -> None:
+        for key in keys:
+            value = config[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key} must be an integer >= 0, not {value!r}")
+    return check
+
+
 def one_of(key: str, choices: Sequence[Any]) -> Check:
     """The key must hold one of `choices`."""
     def check(config: dict[str, Any]) -> None:

@@ -49,7 +49,14 @@ from engine.methods.labels import (
     triple_text,
     unique_texts,
 )
-from engine.methods.spec import MethodSpec, booleans, numbers, one_of, positive_ints
+from engine.methods.spec import (
+    MethodSpec,
+    booleans,
+    non_negative_ints,
+    numbers,
+    one_of,
+    positive_ints,
+)
 from engine.methods.tog2_context import (
     CHUNK_QUERIES,
     SCORERS,
@@ -60,7 +67,7 @@ from engine.methods.tog2_context import (
     shared_scorer,
 )
 from engine.methods.tog2_score import entity_scores, kept_relations, triple_sentence
-from engine.methods.topics import select_topic_entities
+from engine.methods.topics import select_topic_entities, topic_entities_from_search
 from engine.questions.record import AnswerRecord, AnswerSource, Question
 from index.entities import normalise
 from ingest.errors import LocalkgError
@@ -82,6 +89,7 @@ TOG2_DEFAULTS: dict[str, Any] = {
     "max_tails": 20,                  # tails per (entity, relation): a deterministic sample of a hub's
     "max_topic_entities": 5,          # linked entities offered to the topic prune
     "topic_prune": True,              # the model picks the starting entities (may pick none)
+    "topic_search": 5,                # nothing linked: entities of the question's top passages (0: off)
     "context_unit": "sentence",       # sentence (paper: K sentences) | chunk (code: paragraphs)
     "chunk_query": "triple+question",  # triple+question | triple+chunk (Eq. 5) | question (code)
     "context_scorer": "dense",        # dense (the index's bi-encoder) | bm25
@@ -180,8 +188,11 @@ class _Run:
 
     # -- 1. initialisation ---------------------------------------------------------------------
     def topic_entities(self) -> list[str]:
-        found = select_topic_entities(self.question, self.ctx, self.record,
-                                      int(self.config["max_topic_entities"]), self.name)
+        limit = int(self.config["max_topic_entities"])
+        found = select_topic_entities(self.question, self.ctx, self.record, limit, self.name)
+        if not found:
+            found = topic_entities_from_search(self.question, self.ctx, self.record, limit,
+                                               int(self.config["topic_search"]), self.name)
         if not found or not self.config["topic_prune"]:
             return found
         by_text = unique_texts(found, [self.label(e) for e in found])
@@ -467,7 +478,8 @@ def _answer_without_graph(run: _Run) -> None:
 TOG2 = MethodSpec(
     "tog2", run_tog2, TOG2_DEFAULTS,
     "Think-on-Graph 2.0: graph search and entity-document retrieval in rounds, context-based entity prune",
-    (positive_ints("width", "depth", "top_k", "max_relations", "max_tails", "max_topic_entities",
+    (non_negative_ints("topic_search"),
+     positive_ints("width", "depth", "top_k", "max_relations", "max_tails", "max_topic_entities",
                    "max_chunks_per_entity", "max_unit_chars", "sc_samples", "topic_prune_max_tokens",
                    "relation_prune_max_tokens", "reasoning_max_tokens", "query_max_tokens"),
      numbers("alpha", low=0.0), numbers("relation_threshold", "sc_agreement", low=0.0, high=1.0),
@@ -475,4 +487,5 @@ TOG2 = MethodSpec(
      one_of("relation_prune", ("combined", "per_entity")), one_of("context_unit", UNITS),
      one_of("chunk_query", CHUNK_QUERIES), one_of("context_scorer", SCORERS),
      booleans("topic_prune", "clues", "reform_query", "drop_literals", "drop_docless",
-              "require_grounded_answer", "confirm_initial", "abstain", "sc_gate")))
+              "require_grounded_answer", "confirm_initial", "abstain", "sc_gate")),
+    hash_when_set=("topic_search",))

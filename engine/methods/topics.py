@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 
 from engine.methods.common import timed
 from engine.questions.record import AnswerRecord, Question
+from ingest.errors import LocalkgError
 
 if TYPE_CHECKING:
+    from engine.access.documents import SearchHit
     from engine.methods.context import Context
 
 
@@ -38,6 +40,40 @@ def select_topic_entities(question: Question, ctx: Context, record: AnswerRecord
         chosen.append(c.entity)
         record.topic_entities.append({"id": c.entity, "label": label(c.entity), "mention": c.mention,
                                       "reason": c.reason, "score": c.score})
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def topic_entities_from_search(question: Question, ctx: Context, record: AnswerRecord, limit: int,
+                               passages: int, label: Callable[[str], str]) -> list[str]:
+    """When the question names no entity the linker knows (AdvHotpotQA: "the 1993 World Champion
+    figure skater"), the entities whose documents the question's `passages` best passages come
+    from: dense search, or BM25 on an index without vectors. Recorded with reason "search".
+
+    Not in ToG-2, whose topic entities come from an entity linker over Wikidata; here, on a
+    corpus whose KG is its document titles, the documents are the way in.
+    """
+    if passages <= 0:
+        return []
+    with timed(record, "linking"):
+        try:
+            docs = ctx.docs
+        except (LocalkgError, RuntimeError):  # no documents: nothing to search
+            return []
+        hits: list[SearchHit]
+        try:
+            hits = docs.dense_search(question.question, passages)
+        except LocalkgError:  # built with --no-vectors
+            hits = docs.sparse_search(question.question, passages)
+    chosen: list[str] = []
+    for hit in hits:
+        entity = hit.chunk.entity
+        if not entity or entity in chosen or not ctx.linker.has(entity):
+            continue
+        chosen.append(entity)
+        record.topic_entities.append({"id": entity, "label": label(entity), "mention": hit.chunk.title,
+                                      "reason": "search", "score": round(float(hit.score), 4)})
         if len(chosen) >= limit:
             break
     return chosen
