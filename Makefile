@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 
 INDEX ?= data/indexes/demo
 DEMO_OUT ?= data/runs/demo
-DEMO_LLM ?= qwen2.5-coder-0.5b
+DEMO_LLM ?=               # empty: the registry's default model (qwen2.5-coder-0.5b)
 
 .PHONY: help setup models test test-fast lint demo index eval incomplete-kg hotpot eval-report check-scores bench clean
 
@@ -65,7 +65,7 @@ DEMO_METHODS ?= tog
 demo: index  ## build the demo index, answer the demo questions with tog, print the scores
 	$(PY) cli.py kg stats --index $(INDEX)
 	$(PY) cli.py docs stats --index $(INDEX)
-	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) --llm $(DEMO_LLM) --out $(DEMO_OUT)
+	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) $(if $(DEMO_LLM),--llm $(DEMO_LLM)) --out $(DEMO_OUT)
 	$(PY) cli.py eval $(DEMO_OUT)
 
 # ---- paper-style evaluation (README tables): 50 sampled questions (seed 0) per dataset ------
