@@ -1,10 +1,30 @@
-"""Where ToG / ToG-R runs stop, from the traces of a batch's records (the README's analysis).
+"""Where ToG / ToG-R runs stop, and where HydraRAG loses the gold answer, from the traces of a
+batch's records (the README's analysis).
 
 Usage: python -m bench.trace_stats RUN_DIR/tog.jsonl [--by FIELD --questions FILE.jsonl]
+       python -m bench.trace_stats RUN_DIR/hydra.jsonl
 
 Prints, per (stop reason, depth), how many questions and how many of them were right (Hits@1),
 how many questions had a "sufficient" rejected as ungrounded, and with `--by` the Hits@1 per
 value of a field of the questions file (e.g. `needs` or `hops` of data/demo/questions.jsonl).
+
+For `hydra` / `hydra-e` records (`extra.phase` set) it prints the stage recall instead of the
+stops: the share of questions (with gold answers) whose gold answer is in the question subgraph,
+in the BFS paths, after relevance pruning (top W1), after cross-score pruning (top W2), after
+the LLM's selection (top W_max), and in the final answer (Hits@1), counted over all phases a
+question ran ("any phase") and over the initial phase alone; then, for the questions answered
+wrongly, the last stage that still held the gold answer.
+
+The trace layout read here is the one `engine/methods/hydra.py` writes:
+- `extra.subgraph`: the question subgraph's summary, with `gold` (the gold answers among its
+  entity names);
+- `extra.trace`: one step per phase run, `{"phase": "initial" | "refined" | "predicted" |
+  "fallback", ...}`, with `bfs` (a list, one entry per path search: `entities`, `gold`),
+  `relevance` and `cross` (`n`, `top`, `entities`, `gold`) and `selected` (`texts`,
+  `entities`, `gold`).
+Each stage's `gold` list is what counts (the method computes it before capping `entities` at
+`trace_max_entities`); a stage without `gold` is matched here by its `entities` (names equal
+to a gold answer or alias, normalised) and `texts` (gold named as whole words).
 """
 
 from __future__ import annotations
@@ -13,11 +33,98 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from engine.questions.answer_match import answer_groups, names, normalise_answer, score_record
+
+# HydraRAG's pipeline stages, in order: (key, what the report calls it)
+HYDRA_STAGES = (("subgraph", "in the question subgraph"), ("bfs", "in the BFS paths"),
+                ("relevance", "after relevance pruning (W1)"), ("cross", "after cross-score pruning (W2)"),
+                ("selected", "after the LLM's selection (W_max)"), ("answer", "in the final answer (Hits@1)"))
 
 
 def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _gold_names(record: dict[str, Any]) -> set[str]:
+    """Every gold answer and alias of a record, normalised."""
+    groups = answer_groups([str(a) for a in record.get("answers") or []],
+                           ((record.get("extra") or {}).get("gold") or {}).get("answer_groups"))
+    return {k for group in groups for name in group if (k := normalise_answer(name))}
+
+
+def holds_gold(stage: Any, gold: set[str]) -> bool:
+    """Whether a trace stage (a dict, or a list of them) holds a gold answer: its `gold` list when
+    it has one, else its `entities` (equal names) and `texts` (named as whole words)."""
+    if isinstance(stage, list):
+        return any(holds_gold(part, gold) for part in stage)
+    if not isinstance(stage, dict):
+        return False
+    if "gold" in stage:
+        return bool(stage["gold"])
+    if gold & {normalise_answer(str(n)) for n in stage.get("entities") or []}:
+        return True
+    texts = " | ".join(normalise_answer(str(t)) for t in stage.get("texts") or [])
+    return any(names(texts, g) for g in gold)
+
+
+def is_hydra(record: dict[str, Any]) -> bool:
+    return bool((record.get("extra") or {}).get("phase"))
+
+
+def hydra_stages(record: dict[str, Any], phases: Sequence[str] | None = None) -> dict[str, bool]:
+    """Per stage, whether the record's gold answer reached it (in any of `phases`; all when None)."""
+    extra = record.get("extra") or {}
+    gold = _gold_names(record)
+    steps = [s for s in extra.get("trace") or []
+             if isinstance(s, dict) and (phases is None or s.get("phase") in phases)]
+    scored = score_record(record)
+    reached = {"subgraph": holds_gold(extra.get("subgraph"), gold),
+               "answer": bool(scored.hits1) if scored else bool((record.get("correct") or {}).get("hits1"))}
+    for key in ("bfs", "relevance", "cross", "selected"):
+        reached[key] = any(holds_gold(step.get(key), gold) for step in steps)
+    return reached
+
+
+def stage_recall(records: Sequence[dict[str, Any]], phases: Sequence[str] | None = None) -> dict[str, Any]:
+    """The stage recall of hydra records with gold answers: {"n", stage: share}; and `lost`: for
+    the wrongly answered, the last stage (in pipeline order) that still held the gold answer
+    ("none" when not even the subgraph did)."""
+    counted = [r for r in records if is_hydra(r) and _gold_names(r)]
+    result: dict[str, Any] = {"n": len(counted)}
+    hits: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+    for record in counted:
+        reached = hydra_stages(record, phases)
+        hits.update(k for k, v in reached.items() if v)
+        if not reached["answer"]:
+            held = [k for k, _ in HYDRA_STAGES[:-1] if reached[k]]
+            lost[held[-1] if held else "none"] += 1
+    for key, _ in HYDRA_STAGES:
+        result[key] = hits[key] / len(counted) if counted else None
+    result["lost"] = dict(lost)
+    return result
+
+
+def print_stage_recall(records: Sequence[dict[str, Any]]) -> None:
+    every, initial = stage_recall(records), stage_recall(records, ["initial"])
+    print(f"  stage recall over {every['n']} hydra questions with gold answers (any phase / initial phase):")
+    for key, label in HYDRA_STAGES:
+        if every[key] is None:
+            continue
+        shown = f"{100 * every[key]:.1f}%"
+        if key not in ("subgraph", "answer"):
+            shown += f" / {100 * initial[key]:.1f}%"
+        print(f"    gold {label}: {shown} ({round(every[key] * every['n'])})")
+    phases = Counter(str((r.get("extra") or {}).get("phase")) for r in records if is_hydra(r))
+    print("  phase that answered: " + ", ".join(f"{p} {n}" for p, n in phases.most_common()))
+    if every["lost"]:
+        order = [k for k, _ in HYDRA_STAGES] + ["none"]
+        parts = [f"{k} {every['lost'][k]}" for k in order if k in every["lost"]]
+        print("  wrong answers by the last stage that held the gold answer: " + ", ".join(parts))
 
 
 def main(argv: list[str]) -> int:
@@ -37,9 +144,13 @@ def main(argv: list[str]) -> int:
         right[key] += bool((record.get("correct") or {}).get("hits1"))
         ungrounded += any("ungrounded_answer" in step for step in extra.get("trace") or [])
     print(f"{args.records}: {len(records)} records")
-    for (reason, depth), n in sorted(stops.items()):
-        print(f"  stopped {reason} at depth {depth}: {n} ({right[(reason, depth)]} right)")
-    print(f"  questions with a 'sufficient' rejected as ungrounded: {ungrounded}")
+    hydra = any(is_hydra(r) for r in records)
+    if hydra:
+        print_stage_recall(records)
+    if not hydra or any((r.get("extra") or {}).get("stopped") for r in records):
+        for (reason, depth), n in sorted(stops.items()):
+            print(f"  stopped {reason} at depth {depth}: {n} ({right[(reason, depth)]} right)")
+        print(f"  questions with a 'sufficient' rejected as ungrounded: {ungrounded}")
     if args.by:
         if args.questions is None:
             parser.error("--by needs --questions")

@@ -20,6 +20,15 @@ Per method:
   headline figure averages over correctly answered questions (Hits@1); the mean over all
   questions with a gold path and the papers' distribution buckets are reported too.
 - where the answers came from (`answer_source`: kg / doc / both / llm / none).
+- where the LLM calls go: mean calls and prompt tokens per question per call `stage`
+  (`calls_by_stage`, `prompt_tokens_by_stage`), for every method.
+- for records that name the sources supporting their answer (`extra.support_sources`, a list
+  such as ["kg", "wiki"], or `extra.support`, the same as text such as "KG+Wiki" / "LLM", which
+  is what `hydra` writes), the share of records per category of HydraRAG's Fig. 8:
+  KG, Wiki, Web, KG+Wiki, KG+Web, Wiki+Web, KG+Wiki+Web, and LLM (no source: the model's own
+  knowledge), over all such records and over the correctly answered ones (`support_sources`).
+- for records that name the phase that answered (`extra.phase`: HydraRAG's initial / refined /
+  predicted / fallback), the share of records per phase and their Hits@1 (`phases`).
 
 Missing records (a question of run.json without a record), records for ids not in the run,
 duplicates and unreadable lines are counted and listed, never hidden.
@@ -43,6 +52,10 @@ EVAL_FILE = "eval.json"
 SOURCES = ("kg", "doc", "both", "llm", "none")
 # The buckets of ToG's Figures 10-11 / HydraRAG's Figure 9 (percent of gold relations found).
 OVERLAP_BUCKETS = ("0", "(0,25]", "(25,50]", "(50,75]", "(75,100)", "100")
+# HydraRAG's Figure 8: the sources that support an answer, in the paper's order ("llm": none).
+SUPPORT_SOURCES = ("kg", "wiki", "web")
+SUPPORT_CATEGORIES = ("kg", "wiki", "web", "kg+wiki", "kg+web", "wiki+web", "kg+wiki+web", "llm")
+SUPPORT_NAMES = {"kg": "KG", "wiki": "Wiki", "web": "Web", "llm": "LLM"}
 
 
 @dataclass
@@ -81,6 +94,14 @@ class MethodScores:
     # Hits@1 per value of a grouping field of the questions file (`needs`, `hops`, ...):
     # {"needs": {"kg+doc": {"n": 17, "hits1": 0.29}}}; metric keys like by.needs.kg+doc.hits1
     by: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    # Mean LLM calls / prompt tokens per question per call stage ("answer", "relation_prune", ...)
+    calls_by_stage: dict[str, float] = field(default_factory=dict)
+    prompt_tokens_by_stage: dict[str, float] = field(default_factory=dict)
+    # Records with `extra.support_sources` (HydraRAG's Fig. 8): {"n", "shares": {category: share},
+    # "correct", "shares_correct"}; None when no record names its supporting sources
+    support_sources: dict[str, Any] | None = None
+    # Records with `extra.phase` (HydraRAG): {phase: {"n", "share", "hits1"}}
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
     config_hashes: list[str] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)  # first few, for the report
     problems: list[str] = field(default_factory=list)
@@ -106,6 +127,38 @@ def _bucket(ratio: float) -> str:
     if percent <= 75:
         return "(50,75]"
     return "(75,100)"
+
+
+def support_category(sources: Iterable[Any]) -> str:
+    """The Fig. 8 category of a list of supporting sources: "kg+wiki", "web", ... ("llm" for none).
+
+    Known sources join in the paper's order (KG, Wiki, Web); any other name follows, sorted."""
+    named = {str(s).strip().lower() for s in sources if str(s).strip()}
+    ordered = [s for s in SUPPORT_SOURCES if s in named] + sorted(named - set(SUPPORT_SOURCES))
+    return "+".join(ordered) or "llm"
+
+
+def record_support(extra: dict[str, Any]) -> str | None:
+    """A record's Fig. 8 category, from `support_sources` (a list) or `support` ("KG+Wiki",
+    "LLM"); None when it names neither."""
+    if isinstance(extra.get("support_sources"), list):
+        return support_category(extra["support_sources"])
+    text = extra.get("support")
+    if isinstance(text, str) and text.strip():
+        return support_category(p for p in text.split("+") if p.strip().lower() != "llm")
+    return None
+
+
+def support_label(category: str) -> str:
+    """A category as the report writes it: "KG+Wiki", "LLM"."""
+    return "+".join(SUPPORT_NAMES.get(part, part) for part in category.split("+"))
+
+
+def _shares(counts: Counter[str], total: int) -> dict[str, float]:
+    """Each category's share of `total`: Fig. 8's categories first (zeros kept), then any other."""
+    shares = {c: counts.get(c, 0) / total for c in SUPPORT_CATEGORIES}
+    shares.update({c: counts[c] / total for c in sorted(set(counts) - set(SUPPORT_CATEGORIES))})
+    return shares
 
 
 def explored_relations(record: dict[str, Any]) -> list[str]:
@@ -152,8 +205,20 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     hashes: Counter[str] = Counter()
     stops: Counter[str] = Counter()
     ungrounded = 0
+    stage_calls: Counter[str] = Counter()
+    stage_prompt: Counter[str] = Counter()
+    support_all: Counter[str] = Counter()
+    support_right: Counter[str] = Counter()
+    phase_hits: dict[str, list[float]] = {}
+    phase_count: Counter[str] = Counter()
     for record in kept:
         extra = record.get("extra") or {}
+        support = record_support(extra)
+        phase = str(extra["phase"]) if extra.get("phase") else None
+        if support is not None:
+            support_all[support] += 1
+        if phase is not None:
+            phase_count[phase] += 1
         if extra.get("stopped"):
             stops[f"{extra['stopped']}@{int(extra.get('depth') or 0)}"] += 1
             ungrounded += any(isinstance(step, dict) and "ungrounded_answer" in step
@@ -167,12 +232,19 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
             cached += int(call.get("cached_tokens") or 0)
             completion += int(call.get("completion_tokens") or 0)
             cache_hits += bool(call.get("cache_hit"))
+            stage = str(call.get("stage") or "?")
+            stage_calls[stage] += 1
+            stage_prompt[stage] += int(call.get("prompt_tokens") or 0)
             llm_seconds += float(call.get("compute_seconds") or call.get("seconds") or 0.0)
         seconds += float(record.get("seconds") or 0.0)
         scored = score_record(record)
         if scored is None:
             continue
         hits.append(float(scored.hits1))
+        if support is not None and scored.hits1:
+            support_right[support] += 1
+        if phase is not None:
+            phase_hits.setdefault(phase, []).append(float(scored.hits1))
         for name, value in ((groups or {}).get(str(record["id"])) or {}).items():
             by_hits.setdefault((name, value), []).append(float(scored.hits1))
         ems.append(float(scored.em))
@@ -201,6 +273,17 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     for other in sorted(set(sources) - set(SOURCES)):
         scores.answer_source[other] = sources[other] / n
     scores.config_hashes = [h for h, _ in hashes.most_common() if h]
+    scores.calls_by_stage = {k: stage_calls[k] / n for k in sorted(stage_calls)}
+    scores.prompt_tokens_by_stage = {k: stage_prompt[k] / n for k in sorted(stage_calls)}
+    if support_all:
+        with_support, right = sum(support_all.values()), sum(support_right.values())
+        scores.support_sources = {"n": with_support, "shares": _shares(support_all, with_support),
+                                  "correct": right,
+                                  "shares_correct": _shares(support_right, right) if right else {}}
+    for phase_name, count in sorted(phase_count.items()):
+        values = phase_hits.get(phase_name, [])
+        scores.phases[phase_name] = {"n": count, "share": count / n,
+                                     "hits1": sum(values) / len(values) if values else None}
     for (name, value), values in sorted(by_hits.items()):
         scores.by.setdefault(name, {})[value] = {"n": len(values), "hits1": sum(values) / len(values)}
     if stops:
@@ -337,6 +420,7 @@ def format_markdown(summary: dict[str, Any]) -> str:
         for name, values in (s.get("by") or {}).items():
             parts = [f"{value} {_pct(v['hits1'])} ({round(v['hits1'] * v['n'])}/{v['n']})" for value, v in values.items()]
             notes.append(f"{method}: Hits@1 by {name}: " + ", ".join(parts))
+        notes.extend(_hydra_notes(method, s))
         notes.extend(f"{method}: {p}" for p in s.get("problems", []))
     notes.extend(summary.get("problems", []))
     lines += [
@@ -348,6 +432,32 @@ def format_markdown(summary: dict[str, Any]) -> str:
     if notes:
         lines += ["", *(f"- {n}" for n in notes)]
     return "\n".join(lines)
+
+
+def _hydra_notes(method: str, s: dict[str, Any]) -> list[str]:
+    """Report lines for calls by stage (any method), supporting sources and answering phase."""
+    notes = []
+    by_stage = s.get("calls_by_stage") or {}
+    if by_stage:
+        tokens = s.get("prompt_tokens_by_stage") or {}
+        parts = [f"{stage} {_num(calls, 2)} ({_num(tokens.get(stage, 0.0), 0)} tok)"
+                 for stage, calls in sorted(by_stage.items(), key=lambda kv: (-kv[1], kv[0]))]
+        notes.append(f"{method}: LLM calls/q by stage (prompt tok/q): " + ", ".join(parts))
+    support = s.get("support_sources")
+    if support:
+        def line(shares: dict[str, float]) -> str:
+            return " / ".join(f"{support_label(c)} {_pct(v)}" for c, v in shares.items())
+        text = f"{method}: supporting sources (HydraRAG Fig. 8, % of {support['n']} records): {line(support['shares'])}"
+        if support.get("correct"):
+            text += f"; of the {support['correct']} right: {line(support['shares_correct'])}"
+        notes.append(text)
+    phases = s.get("phases") or {}
+    if phases:
+        order = {p: i for i, p in enumerate(("initial", "refined", "predicted", "fallback"))}
+        parts = [f"{p} {_pct(v['share'])} (n={v['n']}, Hits@1 {_pct(v.get('hits1'))})"
+                 for p, v in sorted(phases.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))]
+        notes.append(f"{method}: phase that answered (% of records): " + ", ".join(parts))
+    return notes
 
 
 # ---- several runs side by side ---------------------------------------------------------------
