@@ -48,7 +48,8 @@ def script(answers: list[tuple[str, str]], skyline: str = "Norvale Motors - foun
         if req.stage == "analysis":
             if analysis is not None:
                 return analysis
-            return {"sub_questions": ["who founded Norvale Motors"], "skyline": skyline, "sources": list(sources)}
+            return {"sub_questions": ["who founded Norvale Motors"], "skyline": skyline.split(" - "),
+                    "sources": list(sources)}
         if req.stage == "selection":
             prop = schema["properties"]["paths"]
             enum = prop["items"]["enum"]

@@ -107,7 +107,7 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "temperature_exploration": 0.4,   # Appendix C: 0.4 during exploration (doc paths, refine, predict)
     "temperature_selection": 0.0,     # Appendix C: 0 for pruning (the released code: 0.4)
     "temperature_answer": 0.0,
-    "analysis_max_tokens": 160,
+    "analysis_max_tokens": 200,
     "doc_paths_max_tokens": 256,
     "selection_max_tokens": 48,
     "answer_max_tokens": 160,
@@ -224,8 +224,10 @@ class _Hydra:
         d_max = int(self.config["d_max"])
         offered = list(available) or ["kg"]
         parsed = self._ask(hp.ANALYSIS_SYSTEM, hp.analysis_user(self.text, self.topic_labels, offered),
-                           hp.analysis_schema(offered), "analysis", "temperature_analysis", "analysis_max_tokens")
-        skyline = " ".join(str(parsed.get("skyline", "")).split()) if isinstance(parsed, dict) else ""
+                           hp.analysis_schema(offered, d_max), "analysis", "temperature_analysis",
+                           "analysis_max_tokens")
+        items = parsed.get("skyline", []) if isinstance(parsed, dict) else []
+        skyline = " - ".join(" ".join(str(i).split()) for i in items if str(i).strip())
         if not skyline:
             return Analysis([self.text], self.text, d_max, list(available), fallback=True)
         subs = [" ".join(str(s).split()) for s in parsed.get("sub_questions", []) if str(s).strip()]

@@ -17,6 +17,7 @@ from engine.llm.backends import enum_array
 from engine.methods.prompts import ANSWER_MAX_CHARS
 
 SKYLINE_MAX_CHARS = 200
+SKYLINE_ITEM_MAX_CHARS = 60
 SUB_QUESTION_MAX_CHARS = 120
 FACTS_MAX_CHARS = 300
 PATH_MAX_CHARS = 200
@@ -32,13 +33,13 @@ _SKYLINE = {"type": "string", "minLength": 1, "maxLength": SKYLINE_MAX_CHARS}
 # ------------------------------------------------------------------------------------------
 
 ANALYSIS_SYSTEM = """You plan how to answer a question from a knowledge graph and documents. You get the entities found in the question, the sources you may search and the question.
-Split the question into short sub-questions, each joining one entity of the question to the answer. Write the skyline: one chain from the entities of the question to the answer, entities and relations joined by " - ", unknown entities as a short description, the answer last as "answer". Choose the sources to search first.
-Reply with JSON {"sub_questions": [...], "skyline": "...", "sources": [...]}.
+Split the question into short sub-questions, each joining one entity of the question to the answer. Write the skyline: one chain from the entities of the question to the answer, entity, relation, entity, relation, ..., unknown entities as a short description, the answer as "answer". Choose the sources to search first.
+Reply with JSON {"sub_questions": [...], "skyline": [...], "sources": [...]}.
 Example.
 Entities: Rashomon
 Sources: kg (knowledge graph facts), wiki (documents about the entities)
 Question: in which country was the director of Rashomon born
-{"sub_questions": ["who directed Rashomon", "in which country was that director born"], "skyline": "Rashomon - directed by - director - born in - answer", "sources": ["kg"]}"""
+{"sub_questions": ["who directed Rashomon", "in which country was that director born"], "skyline": ["Rashomon", "directed by", "director", "born in", "answer"], "sources": ["kg"]}"""
 
 
 def analysis_user(question: str, entities: Sequence[str], sources: Sequence[str]) -> str:
@@ -46,12 +47,16 @@ def analysis_user(question: str, entities: Sequence[str], sources: Sequence[str]
     return f"Entities: {', '.join(entities) or 'none'}\nSources: {shown}\nQuestion: {question}"
 
 
-def analysis_schema(sources: Sequence[str]) -> dict[str, Any]:
-    """Sub-questions (1..3), a non-empty skyline and at least one of the available sources."""
+def analysis_schema(sources: Sequence[str], d_max: int) -> dict[str, Any]:
+    """Sub-questions (1..3), the skyline as a chain of items (an entity and the answer at
+    least; room for D_max hops on each side of the answer) and at least one available source.
+    A list, not a string: the grammar then makes even a small model write a chain."""
     return {"type": "object",
             "properties": {"sub_questions": {"type": "array", "minItems": 1, "maxItems": MAX_SUB_QUESTIONS,
                                              "items": {"type": "string", "maxLength": SUB_QUESTION_MAX_CHARS}},
-                           "skyline": _SKYLINE,
+                           "skyline": {"type": "array", "minItems": 3, "maxItems": 4 * d_max + 1,
+                                       "items": {"type": "string", "minLength": 1,
+                                                 "maxLength": SKYLINE_ITEM_MAX_CHARS}},
                            "sources": enum_array(list(sources), max_items=len(sources), min_items=1)},
             "required": ["sub_questions", "skyline", "sources"]}
 
