@@ -19,6 +19,7 @@ from engine.methods.hydra_score import (
     entity_alignment,
     jaccard,
     prune,
+    relevance_scores,
     source_prior,
     support_score,
     top,
@@ -139,6 +140,24 @@ def test_support_counts_other_source_types_above_gamma() -> None:
     assert scored["w1"].support == pytest.approx(1 / 3)
     assert scored["b1"].support_sources == ("kg",)          # w1 at cos .28 < gamma .8
     assert scored["k2"].support_sources == () and scored["k2"].support == 0.0
+
+
+def test_support_looks_only_inside_the_w1_pool() -> None:
+    rows = {"I": (1, 0, 0), "top": (1, 0, 0), "k1": (0.6, 0.8, 0), "w1": (0.6, 0.8, 0)}
+    pool = [Candidate("top", (), "kg"), Candidate("k1", (), "kg"), Candidate("w1", (), "wiki")]
+    config = ScoreConfig(relevance="cosine", w1=2)
+    cut = by_text(prune(pool, "I", [], set(), table(rows), config).after_relevance)
+    assert set(cut) == {"top", "k1"}  # w1 ties with k1 and comes later: cut at W1
+    assert cut["k1"].support_sources == () and cut["k1"].support == 0.0
+    whole = by_text(prune(pool, "I", [], set(), table(rows), ScoreConfig(relevance="cosine")).after_relevance)
+    assert whole["k1"].support_sources == ("wiki",) and whole["k1"].support == pytest.approx(1 / 3)
+
+
+def test_relevance_scores_alone_keep_input_order() -> None:
+    rows, pool = relevance_pool()
+    assert relevance_scores(pool, "I", ["X", "Y"], table(rows), ScoreConfig()) == pytest.approx(
+        [0.9, 0.71, 0.3, 0.42])
+    assert relevance_scores([], "I", ["X"], table({}), ScoreConfig()) == []
 
 
 def test_gamma_decides_agreement() -> None:

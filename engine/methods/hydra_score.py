@@ -175,11 +175,12 @@ def support_score(supporting_paths: int, supporting_sources: int, config: ScoreC
 
 def entity_alignment(entities: Sequence[str], subgraph_entities: set[str]) -> float:
     """f3 (paper): the share of the path's distinct entities that are in the question subgraph."""
+    return _known_share(entities, {normal_name(e) for e in subgraph_entities})
+
+
+def _known_share(entities: Sequence[str], known: set[str]) -> float:
     names = {normal_name(e) for e in entities}
-    if not names:
-        return 0.0
-    known = {normal_name(e) for e in subgraph_entities}
-    return len(names & known) / len(names)
+    return len(names & known) / len(names) if names else 0.0
 
 
 def top(indices: Sequence[int], scores: Sequence[float], k: int) -> list[int]:
@@ -193,6 +194,37 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
 
 
+def relevance_scores(candidates: Sequence[Candidate], indicator: str, topic_entities: Sequence[str],
+                     vectors: Callable[[Sequence[str]], np.ndarray], config: ScoreConfig) -> list[float]:
+    """Algorithm 4 step 1 alone (s_rel of every candidate, in input order), e.g. for the W1 hook
+    of the path search. One `vectors` call, for I and every path."""
+    return _relevance(candidates, indicator, topic_entities, vectors, config)[0]
+
+
+def _relevance(candidates: Sequence[Candidate], indicator: str, topic_entities: Sequence[str],
+               vectors: Callable[[Sequence[str]], np.ndarray],
+               config: ScoreConfig) -> tuple[list[float], np.ndarray]:
+    if not candidates:
+        return [], np.zeros((0, 0))
+    rows = _unit_rows(vectors([indicator, *[c.text for c in candidates]]))
+    query, paths = rows[0], rows[1:]
+    cosines = paths @ query
+    if config.relevance == "cosine":
+        return [float(cos) for cos in cosines], paths
+    return [config.lambda_sem * float(cos) + (1 - config.lambda_sem) * jaccard(topic_entities, c.entities)
+            for c, cos in zip(candidates, cosines, strict=True)], paths
+
+
+def _support(sources: Sequence[str], similarity: np.ndarray, gamma: float) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Per row: how many paths of another source agree (Sim >= gamma), and their source types."""
+    src = np.array(sources, dtype=object)
+    agree = (similarity >= gamma) & (src[:, None] != src[None, :])
+    np.fill_diagonal(agree, False)
+    kinds = sorted(set(sources))
+    by_kind = {k: agree[:, src == k].any(axis=1) for k in kinds}
+    return agree.sum(axis=1), [tuple(k for k in kinds if by_kind[k][r]) for r in range(len(sources))]
+
+
 def prune(candidates: Sequence[Candidate], indicator: str, topic_entities: Sequence[str],
           subgraph_entities: set[str], vectors: Callable[[Sequence[str]], np.ndarray],
           config: ScoreConfig) -> Pruned:
@@ -202,32 +234,26 @@ def prune(candidates: Sequence[Candidate], indicator: str, topic_entities: Seque
     """
     if not candidates:
         return Pruned([], [])
-    rows = _unit_rows(vectors([indicator, *[c.text for c in candidates]]))
-    query, paths = rows[0], rows[1:]
-    cosines = paths @ query
-    relevance = [float(cos) if config.relevance == "cosine" else
-                 config.lambda_sem * float(cos)
-                 + (1 - config.lambda_sem) * jaccard(topic_entities, c.entities)
-                 for c, cos in zip(candidates, cosines, strict=True)]
+    relevance, paths = _relevance(candidates, indicator, topic_entities, vectors, config)
     kept = top(range(len(candidates)), relevance, config.w1)
-    scored = {i: Scored(candidates[i], relevance[i], source_prior(candidates[i].source, config.priors))
-              for i in kept}
+    pool = [candidates[i] for i in kept]
     similarity = paths[kept] @ paths[kept].T
-    kg_rows = [r for r, i in enumerate(kept) if candidates[i].source == "kg"]
-    for r, i in enumerate(kept):
-        item, own = scored[i], candidates[i].source
-        agreeing = [kept[o] for o in range(len(kept))
-                    if o != r and candidates[kept[o]].source != own and similarity[r, o] >= config.gamma]
-        item.support_sources = tuple(sorted({candidates[j].source for j in agreeing}))
-        item.support = support_score(len(agreeing), len(item.support_sources), config)
+    counts, agreeing = _support([c.source for c in pool], similarity, config.gamma)
+    is_kg = np.array([c.source == "kg" for c in pool])
+    best_kg = similarity[:, is_kg].max(axis=1) if is_kg.any() else np.zeros(len(pool))
+    known = {normal_name(e) for e in subgraph_entities}
+    a1, a2, a3 = config.alpha_k
+    scored: list[Scored] = []
+    for r, (i, c) in enumerate(zip(kept, pool, strict=True)):
+        item = Scored(c, relevance[i], source_prior(c.source, config.priors), support_sources=agreeing[r])
+        item.support = support_score(int(counts[r]), len(agreeing[r]), config)
         if config.alignment == "code":
-            others = [float(similarity[r, o]) for o in kg_rows]
-            item.alignment = 1.0 if own == "kg" else max(others, default=0.0)
+            item.alignment = 1.0 if c.source == "kg" else float(best_kg[r])
         else:
-            item.alignment = entity_alignment(candidates[i].entities, subgraph_entities)
-        a1, a2, a3 = config.alpha_k
+            item.alignment = _known_share(c.entities, known)
         item.verification = a1 * item.prior + a2 * item.support + a3 * item.alignment
         item.cross = config.alpha_cross * item.relevance + (1 - config.alpha_cross) * item.verification
-    crossed = top(kept, [scored[i].cross if i in scored else 0.0 for i in range(len(candidates))],
-                  config.w2)
-    return Pruned([scored[i] for i in kept], [scored[i] for i in crossed])
+        scored.append(item)
+    # ties keep the input order, as at the relevance step
+    crossed = sorted(range(len(scored)), key=lambda r: (-scored[r].cross, kept[r]))[:config.w2]
+    return Pruned(scored, [scored[r] for r in crossed])
