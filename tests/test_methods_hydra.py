@@ -19,7 +19,12 @@ import pytest
 from engine.access.graph import Subgraph
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.methods.hydra_docs import path_entities
-from engine.methods.hydra_paths import one_relation_per_edge, skyline_chain, skyline_depth, skyline_order
+from engine.methods.hydra_paths import (
+    one_relation_per_edge,
+    skyline_chain,
+    skyline_depth,
+    skyline_order,
+)
 from engine.methods.registry import default_config, resolve_config
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
