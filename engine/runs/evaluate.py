@@ -446,7 +446,8 @@ def _hydra_notes(method: str, s: dict[str, Any]) -> list[str]:
     support = s.get("support_sources")
     if support:
         def line(shares: dict[str, float]) -> str:
-            return " / ".join(f"{support_label(c)} {_pct(v)}" for c, v in shares.items())
+            shown = " / ".join(f"{support_label(c)} {_pct(v)}" for c, v in shares.items() if v)
+            return shown + (", other categories 0" if not all(shares.values()) else "")
         text = f"{method}: supporting sources (HydraRAG Fig. 8, % of {support['n']} records): {line(support['shares'])}"
         if support.get("correct"):
             text += f"; of the {support['correct']} right: {line(support['shares_correct'])}"
