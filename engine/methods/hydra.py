@@ -352,6 +352,7 @@ class _Hydra:
         step["selected"] = {"texts": [c.text for c in result.selected],
                             **self.stage_names([n for c in result.selected for n in c.entities],
                                                [c.text for c in result.selected])}
+        step["entities"] = self.reached(result.selected)[:10]
         texts = [c.text for c in result.selected]
         if phase == "fallback":
             parsed = self._ask(hp.FALLBACK_SYSTEM, hp.answer_user(texts, analysis.skyline, self.text),
@@ -371,6 +372,7 @@ class _Hydra:
         if said_yes and self.config["require_grounded_answer"] and not self.support(result.answer, result.selected):
             step["answer"]["ungrounded_answer"] = True
             result.enough = False
+        step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
         return result
 
     # -- the record ---------------------------------------------------------------------------
@@ -564,7 +566,7 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
             run.finish(attempts[-1])
             return run.record
     # fallback: every path found, and the model's own knowledge
-    step = {"phase": "fallback"}
+    step = {"phase": "fallback", "depth": d_max}
     run.trace.append(step)
     final = run.attempt("fallback", [c for a in attempts for c in a.pool], analysis, step)
     if not final.pool:
