@@ -150,7 +150,9 @@ def test_every_cell_of_the_evaluation_table_has_an_entry() -> None:
 
 def test_expected_values_are_written_in_their_readme_phrase() -> None:
     forms = {"hits1": lambda v: {f"{100 * v:.1f}", f"{100 * v:.0f}"}, "llm_calls": lambda v: {f"{v:.1f}"},
-             "prompt_tokens": lambda v: {f"{v:.0f}"}, "errors": lambda v: {f"{v:.0f} errors"}}
+             "prompt_tokens": lambda v: {f"{v:.0f}"}, "llm_seconds": lambda v: {f"{v:.1f}"},
+             "em_tok": lambda v: {f"{100 * v:.1f}"}, "f1_tok": lambda v: {f"{100 * v:.1f}"},
+             "errors": lambda v: {f"{v:.0f} errors"}}
     counts = lambda v: {f"{v:.0f} of", f"{v:.0f} runs", f"({v:.0f}", f"{v:.0f} ("}  # noqa: E731 - "14 of the 50", "32 (22)"
     for entry in load_entries(DEFAULT_FILE):
         if "ci" in entry.subset:
@@ -158,7 +160,7 @@ def test_expected_values_are_written_in_their_readme_phrase() -> None:
         if entry.metric == "cache_hit_rate":  # the README gives the calls ("1,597 of its 1,598"), rows the rates
             assert "cache hits" in entry.readme, entry.id
             continue
-        metric = "hits1" if entry.metric.startswith("by.") and entry.metric.endswith(".hits1") else entry.metric
+        metric = entry.metric.rsplit(".", 1)[-1] if entry.metric.startswith("by.") else entry.metric
         form_of = forms.get(metric) or (counts if entry.metric == "ungrounded_rejected"
                                               or entry.metric.startswith("stops.") else None)
         assert form_of is not None, f"{entry.id}: no README form known for {entry.metric}"
