@@ -479,7 +479,7 @@ def _refine(run: _Hydra, analysis: Analysis, last: Attempt) -> tuple[str, str, l
 
 def _predict(run: _Hydra, pool: Sequence[Candidate]) -> list[tuple[str, str]]:
     k = int(run.config["w_max"])
-    shown = [c.text for c in pool[:k]]
+    shown = list(dict.fromkeys(c.text for c in pool))[: 2 * k]  # the paths chosen in both phases
     parsed = run._ask(hp.PREDICT_SYSTEM, hp.predict_user(shown, run.text, k), hp.predict_schema(k), "predict",
                       "temperature_exploration", "predict_max_tokens")
     if not isinstance(parsed, dict):
