@@ -169,6 +169,7 @@ class _Hydra:
         self.sub: Subgraph | None = None        # the D_max-hop question subgraph (hydra-e: reduced)
         self.connected: Subgraph | None = None  # its part that connects the topic entities
         self._sub_labels: dict[str, str] | None = None
+        self._web_found: dict[str, list[Sentence]] = {}
 
     # -- sources ------------------------------------------------------------------------------
     def _docs(self) -> DocumentStore | None:
@@ -203,14 +204,17 @@ class _Hydra:
         return found
 
     def _web(self, query: str) -> list[Sentence]:
+        """The web windows for a query, searched once per query (detection reuses them)."""
         if self.docs is None:
             return []
-        try:
-            return web_sentences(self.docs, query, int(self.config["web_k"]), self.config["web_search"],
-                                 int(self.config["window_sentences"]))
-        except (LocalkgError, RuntimeError, ValueError) as exc:  # e.g. built without vectors
-            self.record.extra.setdefault("notes", []).append(f"web search failed: {exc}")
-            return []
+        if query not in self._web_found:
+            try:
+                self._web_found[query] = web_sentences(self.docs, query, int(self.config["web_k"]),
+                                                       self.config["web_search"], int(self.config["window_sentences"]))
+            except (LocalkgError, RuntimeError, ValueError) as exc:  # e.g. built without vectors
+                self.record.extra.setdefault("notes", []).append(f"web search failed: {exc}")
+                self._web_found[query] = []
+        return self._web_found[query]
 
     # -- calls --------------------------------------------------------------------------------
     def _ask(self, system: str, user: str, schema: dict[str, Any], stage: str, temperature: str,
@@ -257,7 +261,8 @@ class _Hydra:
         """Names of the subgraph's entities (E_q), read once per question."""
         if self._sub_labels is None:
             sub = self.subgraph()
-            self._sub_labels = {n: self.label(n) for n in sub.graph.nodes}
+            with timed(self.record, "subgraph_labels"):
+                self._sub_labels = {n: self.label(n) for n in sub.graph.nodes}
         return self._sub_labels
 
     def relevance(self, indicator: str) -> Any:
@@ -442,6 +447,9 @@ class _Hydra:
         self.record.extra["support"] = "+".join(SUPPORT_NAMES[s] for s in support) or "LLM"
         kg, doc = "kg" in support, any(s != "kg" for s in support)
         source = "both" if kg and doc else "kg" if kg else "doc" if doc else "llm"
+        if not answer and self.record.prediction:
+            # no answer text (a failed call): the prediction is the best entity the paths reach
+            source = "kg" if any(c.source == "kg" for c in selected) else "doc"
         self.record.answer_source = cast(AnswerSource, source if self.record.prediction else "none")
         scores = {id(s.candidate): round(s.cross, 6) for s in attempt.pruned.after_cross}
         self.record.paths = self.evidence(selected, scores)
