@@ -139,6 +139,7 @@ def test_initial_phase_answers_with_kg_paths_and_the_record(demo_index: Path) ->
     assert extra["skyline"] == "Norvale Motors - founded by - answer"
     assert "kg" in extra["available_sources"] and extra["selected_sources"] == ["kg"]
     assert record.prediction == "Oskar Thelling" and record.answer_source == "kg" and extra["support"] == "KG"
+    assert extra["support_sources"] == ["kg"]
     # the final paths with provenance: KG triples with ids, the cross-score
     founded = [p for p in record.paths if any(t[1] == "founded by" for t in p.triples)]
     assert founded and founded[0].source == "kg" and founded[0].triple_ids[0][0].endswith("norvale_motors")

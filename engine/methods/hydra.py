@@ -444,6 +444,7 @@ class _Hydra:
         candidates = [n for n in dict.fromkeys(self.reached(selected)) if n not in self.topic_labels]
         self.record.prediction, self.record.predictions = rank_answers(answer, candidates, self.topic_labels)
         support = self.support(answer, selected)
+        self.record.extra["support_sources"] = support  # eval's Fig. 8 categories
         self.record.extra["support"] = "+".join(SUPPORT_NAMES[s] for s in support) or "LLM"
         kg, doc = "kg" in support, any(s != "kg" for s in support)
         source = "both" if kg and doc else "kg" if kg else "doc" if doc else "llm"
