@@ -16,9 +16,11 @@ from typing import Any
 import networkx as nx
 import pytest
 
+from engine.access.documents import ChunkRecord, ParquetDocumentStore, SearchHit
 from engine.access.graph import Subgraph
+from engine.access.retrieval import DenseScorer
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.hydra_docs import path_entities
+from engine.methods.hydra_docs import entity_sentences, path_entities, top_sentences, web_sentences
 from engine.methods.hydra_paths import (
     one_relation_per_edge,
     skyline_chain,
@@ -126,6 +128,43 @@ def test_hydra_e_keeps_one_seeded_relation_per_clustered_edge() -> None:
              for s in range(12)}
     assert len(seeds) > 1  # the seed decides
     assert sub.graph.number_of_edges() == 4  # the input is untouched
+
+
+class HandMadeDocs:
+    """An entity's report chunks and a `web` collection, written here; the demo index's embedder."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        texts = [("urn:e:kestrel", "domain", "Kestrel Cell Works makes battery cells in Torvassa. "
+                  "Kestrel Cell Works is led by chief executive Severin Oduya."),
+                 ("urn:e:kestrel", "web", "Kestrel news: a new plant opens."),
+                 (None, "web", "Severin Oduya, chief executive of Kestrel Cell Works, spoke on Monday. "
+                  "The weather was fine.")]
+        self.chunks = [ChunkRecord(f"c{i}", f"d{i}", e, col, "Kestrel" if e else "News", t, 0, len(t), i)
+                       for i, (e, col, t) in enumerate(texts)]
+
+    def chunks_of(self, entity: str, limit: int | None = None) -> list[ChunkRecord]:
+        return [c for c in self.chunks if c.entity == entity][:limit]
+
+    def dense_search(self, text: str, k: int = 10, collection: str | None = None) -> list[SearchHit]:
+        return [SearchHit(c, 1.0) for c in self.chunks if collection in (None, c.collection)][:k]
+
+
+def test_document_and_web_sentences_ranked_by_the_skyline(demo_index: Path) -> None:
+    embedder = ParquetDocumentStore(demo_index).embedder
+    docs = HandMadeDocs(embedder)
+    wiki = entity_sentences(docs, ["urn:e:kestrel"], 1, 20)  # type: ignore[arg-type]
+    assert [s.chunk_id for s in wiki] == ["c0", "c0"] and {s.source for s in wiki} == {"wiki"}  # web aside
+    web = web_sentences(docs, "who leads Kestrel Cell Works", 5, "dense", 1)  # type: ignore[arg-type]
+    assert [s.chunk_id for s in web] == ["c1", "c2", "c2"] and {s.source for s in web} == {"web"}
+    scorer = DenseScorer(embedder)
+    skyline = "Kestrel Cell Works - chief executive - answer"
+    top = top_sentences(scorer, skyline, wiki + web, 5, 300)
+    assert top[0].text == "Kestrel Cell Works is led by chief executive Severin Oduya."
+    assert top[-1].text == "The weather was fine."
+    assert top[0].score == pytest.approx(scorer.scores(skyline, [top[0].shown(300)])[0], abs=1e-5)
+    assert [s.score for s in top] == sorted((s.score for s in top), reverse=True)
+    assert len(top_sentences(scorer, skyline, wiki + web, 3, 300)) == 3  # W_max
 
 
 # ---- phases ------------------------------------------------------------------------------------
