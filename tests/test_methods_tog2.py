@@ -377,3 +377,18 @@ def test_no_linked_entity_starts_from_the_questions_best_passages(demo_index: Pa
     assert stages(off) == ["answer_llm"] and off.extra["stopped"] == "no_topic_entity" and not off.topic_entities
     with pytest.raises(ValueError, match="topic_search must be an integer >= 0"):
         resolve_config("tog2", {"topic_search": -1})
+
+
+def test_a_tog2_record_prints_its_rounds(demo_index: Path) -> None:
+    """`ask --method tog2` without --json prints the record: each round, its topics, kept relations
+    with their scores, entities with their scores and clues (ToG's `depth` steps print as before)."""
+    from rich.console import Console
+
+    from engine.questions.render import render_record
+
+    record, _ = run(demo_index, SUPPLIER, script(clues="Kestrel Cell Works supplies Norvale Motors."), depth=2)
+    console = Console(record=True, width=200)
+    render_record(record, console)
+    shown = console.export_text()
+    assert "round 0: not enough" in shown and "round 1: not enough" in shown and "round 2:" in shown
+    assert "supplier of (reverse) (1)" in shown and "clues      Kestrel Cell Works supplies" in shown

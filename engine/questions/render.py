@@ -85,17 +85,37 @@ def _topics(record: AnswerRecord) -> Tree:
 
 
 def _trace_tree(trace: list[dict[str, Any]]) -> Tree:
+    """ToG's steps (`depth`, relations as [entity, relation], entity names) and ToG-2's rounds
+    (`round`, relations as [entity, relation, score], entities as [name, score], clues)."""
     tree = Tree(Text("exploration", style="bold"))
-    for step in trace:
+    for number, step in enumerate(trace):
         verdict = {True: "enough", False: "not enough"}.get(step.get("sufficient"), "—")
-        node = tree.add(Text(f"depth {step['depth']}: {verdict}"))
-        rels = "; ".join(f"{e}: {r}" for e, r in step.get("relations", []))
+        where = (f"depth {step['depth']}" if "depth" in step
+                 else f"round {step['round']}" if "round" in step else f"step {number}")
+        node = tree.add(Text(f"{where}: {verdict}"))
+        if step.get("topics"):
+            node.add(Text(f"from       {'; '.join(map(str, step['topics']))}"))
+        rels = "; ".join(_step_item(r) for r in step.get("relations", []))
         node.add(Text(f"relations  {rels or '—'}"))
-        node.add(Text(f"entities   {'; '.join(step.get('entities', [])) or '—'}"))
+        node.add(Text(f"entities   {'; '.join(_step_item(e) for e in step.get('entities', [])) or '—'}"))
+        if step.get("clues"):
+            node.add(Text(f"clues      {step['clues']}", style="dim"))
+        if step.get("provisional_answer"):
+            node.add(Text(f"provisional answer \"{step['provisional_answer']}\" (waits for round 1)", style="dim"))
         if step.get("ungrounded_answer"):
             node.add(Text(f"not believed: \"{step['ungrounded_answer']}\" names no entity the paths reached",
                           style="yellow"))
     return tree
+
+
+def _step_item(item: Any) -> str:
+    """"name", [entity, relation] -> "entity: relation", or either with a trailing score."""
+    if not isinstance(item, list | tuple):
+        return str(item)
+    *names, last = item
+    if names and isinstance(last, int | float) and not isinstance(last, bool):
+        return f"{': '.join(map(str, names))} ({last:g})"
+    return ": ".join(map(str, item))
 
 
 def render_record(record: AnswerRecord, console: Console | None = None) -> None:
