@@ -15,8 +15,10 @@ from engine.questions.answer_match import answer_set, normalise_answer
 from engine.questions.answer_match import names as _contains
 from engine.questions.record import AnswerRecord, Question
 from index.entities import normalise
+from ingest.errors import LocalkgError
 
 if TYPE_CHECKING:
+    from engine.access.protocols import DocumentStore, Embedder
     from engine.methods.context import Context
 
 _BRACKETS = re.compile(r"[\[\]]")
@@ -159,3 +161,19 @@ def cot_once(question: Question, ctx: Context, record: AnswerRecord, *, temperat
     return ask(ctx.llm, record, system=prompts.COT_SYSTEM,
                user=prompts.question_user(question_text(question)), schema=prompts.COT_SCHEMA,
                stage=stage, temperature=temperature, max_tokens=max_tokens, seed=seed)
+
+
+def optional_docs(ctx: Context) -> DocumentStore | None:
+    """The index's documents, or None for an index without any (a KG-only index)."""
+    try:
+        return ctx.docs
+    except (LocalkgError, RuntimeError):
+        return None
+
+
+def optional_embedder(ctx: Context, docs: DocumentStore | None) -> Embedder | None:
+    """The documents' embedding model, else the index's, else None (no model at hand)."""
+    try:
+        return docs.embedder if docs is not None else ctx.embedder
+    except (LocalkgError, RuntimeError):
+        return None

@@ -43,6 +43,8 @@ from engine.methods.common import (
     found_in,
     names_any,
     new_record,
+    optional_docs,
+    optional_embedder,
     question_text,
     rank_answers,
     timed,
@@ -77,7 +79,7 @@ from ingest.errors import LocalkgError
 
 if TYPE_CHECKING:
     from engine.access.graph import GroupedPath
-    from engine.access.protocols import DocumentStore, Embedder
+    from engine.access.protocols import Embedder
     from engine.methods.context import Context
 
 SOURCES = ("kg", "wiki", "web")
@@ -161,8 +163,8 @@ class _Hydra:
         self.record = new_record(question, method)
         self.score_config = ScoreConfig.from_config(config)
         self.trace: list[dict[str, Any]] = []
-        self.docs = self._docs()
-        embedder = self._embedder()
+        self.docs = optional_docs(ctx)
+        embedder = optional_embedder(ctx, self.docs)
         self.scorer = shared_scorer(embedder) if embedder is not None else None
         self.topics: list[str] = []
         self.topic_labels: list[str] = []
@@ -172,18 +174,6 @@ class _Hydra:
         self._web_found: dict[str, list[Sentence]] = {}
 
     # -- sources ------------------------------------------------------------------------------
-    def _docs(self) -> DocumentStore | None:
-        try:
-            return self.ctx.docs
-        except (LocalkgError, RuntimeError):
-            return None
-
-    def _embedder(self) -> Embedder | None:
-        try:
-            return self.docs.embedder if self.docs is not None else self.ctx.embedder
-        except (LocalkgError, RuntimeError):
-            return None
-
     def label(self, node: str) -> str:
         return entity_text(self.kg, node)
 

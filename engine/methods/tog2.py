@@ -38,6 +38,8 @@ from engine.methods.common import (
     majority,
     names_any,
     new_record,
+    optional_docs,
+    optional_embedder,
     question_text,
     timed,
 )
@@ -70,10 +72,9 @@ from engine.methods.tog2_score import entity_scores, kept_relations, triple_sent
 from engine.methods.topics import select_topic_entities, topic_entities_from_search
 from engine.questions.record import AnswerRecord, AnswerSource, Question
 from index.entities import normalise
-from ingest.errors import LocalkgError
 
 if TYPE_CHECKING:
-    from engine.access.protocols import DocumentStore, Embedder
+    from engine.access.protocols import DocumentStore
     from engine.methods.context import Context
 
 _DOC_SOURCES = ("wiki", "web", "domain")
@@ -134,7 +135,7 @@ class _Run:
         self.query = ""  # the re-formed query of the last round
         self.topic_labels: list[str] = []
         docs = self._docs()
-        self.embedder = self._embedder(docs)
+        self.embedder = optional_embedder(ctx, docs)
         self.retriever = ContextRetriever(
             docs, self.embedder, unit=config["context_unit"], chunk_query=config["chunk_query"],
             scorer=config["context_scorer"], max_chunks_per_entity=int(config["max_chunks_per_entity"]))
@@ -144,17 +145,10 @@ class _Run:
         self.seen_paths: list[GraphPath] = []
 
     def _docs(self) -> DocumentStore | None:
-        try:
-            return self.ctx.docs
-        except (LocalkgError, RuntimeError):  # an index without documents: KG and triple sentences only
+        docs = optional_docs(self.ctx)
+        if docs is None:  # an index without documents: KG and triple sentences only
             self.record.extra["note"] = "the index has no documents; entities scored by triple sentences"
-            return None
-
-    def _embedder(self, docs: DocumentStore | None) -> Embedder | None:
-        try:
-            return docs.embedder if docs is not None else self.ctx.embedder
-        except (LocalkgError, RuntimeError):
-            return None
+        return docs
 
     def label(self, node: str) -> str:
         return entity_text(self.kg, node)
