@@ -36,3 +36,18 @@ def test_real_tog2_brings_the_gold_sentence_within_the_budget(demo_index: Path) 
     assert any("kestrel-cell-works" in c for c in contexts), record.extra["trace"]
     assert any("chief executive Severin Oduya" in s for s in shown)
     print(record.prediction, record.answer_source, record.extra.get("answer_round"), len(record.llm_calls))
+
+
+def test_real_default_model_answers_a_kg_plus_doc_question_from_the_report(demo_index: Path) -> None:
+    """The default model (qwen2.5-coder-0.5b, greedy) follows Norvale Motors' supplier edge and
+    answers from the supplier's report: the answer is the report's, with its chunk in the paths."""
+    ctx = open_context(demo_index, open_llm("qwen2.5-coder-0.5b"))
+    try:
+        record = answer_question("tog2", QUESTION, ctx)
+    finally:
+        ctx.close()
+    assert record.error is None, record.extra.get("traceback")
+    assert record.prediction == "Severin Oduya", record.extra["trace"]
+    assert record.answer_source in ("doc", "both") and record.extra["answer_round"] >= 1
+    cited = [c for p in record.paths for c in p.chunk_ids]
+    assert any("kestrel-cell-works" in c for c in cited), cited
