@@ -31,7 +31,7 @@ candidates), answer 1 (none for an empty pool); refined +1, predicted +1; fallba
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.access.graph import EvidencePath, Source, Subgraph, subgraph_within
@@ -67,7 +67,15 @@ from engine.methods.hydra_paths import (
     skyline_depth,
     skyline_order,
 )
-from engine.methods.hydra_score import SCORE_DEFAULTS, Candidate, Pruned, ScoreConfig, Scored, prune
+from engine.methods.hydra_score import (
+    SCORE_DEFAULTS,
+    Candidate,
+    Pruned,
+    ScoreConfig,
+    Scored,
+    prune,
+    relevance_scores,
+)
 from engine.methods.labels import display_text, entity_text
 from engine.methods.spec import MethodSpec, booleans, numbers, one_of, positive_ints
 from engine.methods.topics import select_topic_entities
@@ -259,10 +267,7 @@ class _Hydra:
         """Relevance of candidates to `indicator` (hydra_score, Algorithm 4 step 1)."""
         def score(cands: Sequence[Candidate]) -> list[float]:
             assert self.scorer is not None
-            config = replace(self.score_config, w1=max(1, len(cands)), w2=1)
-            pruned = prune(cands, indicator, self.topic_labels, set(), self.scorer.vectors, config)
-            by_id = {id(s.candidate): s.relevance for s in pruned.after_relevance}
-            return [by_id[id(c)] for c in cands]
+            return relevance_scores(cands, indicator, self.topic_labels, self.scorer.vectors, self.score_config)
         return score
 
     def kg_paths(self, topics: Sequence[str], indicator: str, depth: int, step: dict[str, Any],
