@@ -273,7 +273,7 @@ def test_full_advhotpotqa_file_links_the_paragraphs_of_most_questions(shared_dat
     questions = json.loads(source.read_text())
     bridged = 0
     for question in questions:
-        titled = [mint_entity(p["title"]) for p in question["paragraphs"] if p["title"] != "added"]
+        titled = [mint_entity(html.unescape(p["title"])) for p in question["paragraphs"] if p["title"] != "added"]
         bridged += any((a, b) in edges for a in titled for b in titled if a != b)
     print(f"\n{counts['entities']} entities, {counts['mention_edges']} mention edges, "
           f"{counts['skipped_titles']} titles skipped; {bridged} of {len(questions)} questions bridged")
