@@ -56,24 +56,23 @@ class MethodSpec:
         return resolved
 
 
-def positive_ints(*keys: str) -> Check:
-    """Each key must hold an integer >= 1."""
+def _ints_at_least(low: int, what: str, keys: Sequence[str]) -> Check:
     def check(config: dict[str, Any]) -> None:
         for key in keys:
             value = config[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{key} must be a positive integer, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{key} must be {what}, not {value!r}")
     return check
+
+
+def positive_ints(*keys: str) -> Check:
+    """Each key must hold an integer >= 1."""
+    return _ints_at_least(1, "a positive integer", keys)
 
 
 def non_negative_ints(*keys: str) -> Check:
     """Each key must hold an integer >= 0 (0 usually: off)."""
-    def check(config: dict[str, Any]) -> None:
-        for key in keys:
-            value = config[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{key} must be an integer >= 0, not {value!r}")
-    return check
+    return _ints_at_least(0, "an integer >= 0", keys)
 
 
 def one_of(key: str, choices: Sequence[Any]) -> Check:
