@@ -261,3 +261,23 @@ def test_bad_options_are_refused() -> None:
         ScoreConfig(relevance="bm25")
     with pytest.raises(ValueError, match="alpha_k"):
         ScoreConfig.from_config({"alpha_k": [0.5, 0.5]})
+
+
+def test_a_grouped_path_is_scored_by_its_member_path_text_and_entities() -> None:
+    """score_text / score_entities (a grouped KG path's first member path) are what relevance
+    reads; the shown text and names stay what the model and the stage recall see."""
+    rows = {"I": [1.0, 0.0], "X - starred actors - A": [1.0, 0.0], "X - release year - 1988": [0.0, 1.0],
+            "{X} -starred actors-> {A, B, C, D, E}": [0.0, 1.0], "{X} -release year-> {1988}": [0.0, 1.0]}
+    many = Candidate("{X} -starred actors-> {A, B, C, D, E}", ("X", "A", "B", "C", "D", "E"), "kg",
+                     score_text="X - starred actors - A", score_entities=("X", "A"))
+    one = Candidate("{X} -release year-> {1988}", ("X", "1988"), "kg",
+                    score_text="X - release year - 1988", score_entities=("X", "1988"))
+    vectors = table(rows)
+    # member paths: .7*1 + .3*1/2 and .7*0 + .3*1/2; the five actors no longer dilute the Jaccard term
+    assert relevance_scores([many, one], "I", ["X"], vectors, ScoreConfig()) == pytest.approx([0.85, 0.15])
+    assert vectors.calls[-1] == ["I", "X - starred actors - A", "X - release year - 1988"]  # type: ignore[attr-defined]
+    # without them (documents; group_scoring "group"): the shown text and every shown name
+    plain = [Candidate(many.text, many.entities, "kg"), Candidate(one.text, one.entities, "kg")]
+    assert relevance_scores(plain, "I", ["X"], table(rows), ScoreConfig()) == pytest.approx([0.3 / 6, 0.15])
+    pruned = prune([many, one], "I", ["X"], {"X", "A"}, table(rows), ScoreConfig())
+    assert pruned.after_cross[0].candidate is many and pruned.after_cross[0].candidate.entities == many.entities

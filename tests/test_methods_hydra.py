@@ -297,3 +297,33 @@ def test_config_defaults_are_the_papers() -> None:
         resolve_config("hydra", {"alpha_k": [1, 2]})
     with pytest.raises(ValueError, match="relevance"):
         resolve_config("hydra", {"relevance": "bm25"})
+
+
+def test_answer_choice_paths_offers_only_names_the_kg_paths_reach(demo_index: Path) -> None:
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), answer_choice="paths")
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    enum = answer.schema["properties"]["answer"]["enum"]  # type: ignore[index]
+    assert "Oskar Thelling" in enum and enum[-1] == ""  # "" goes with {No}
+    assert "Norvale Motors" not in enum  # never the entity the question names
+    assert record.prediction == "Oskar Thelling"
+    # the paper's way (the default): free text
+    _, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]))
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    assert "enum" not in answer.schema["properties"]["answer"]  # type: ignore[index]
+    with pytest.raises(ValueError, match="answer_choice"):
+        resolve_config("hydra", {"answer_choice": "any"})
+
+
+def test_path_lengths_up_to_keeps_shorter_paths_at_the_predicted_depth(demo_index: Path) -> None:
+    two = "Norvale Motors - founded by - person - born in - answer"  # D_predict 2 for a 1-hop question
+    record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two))
+    step = record.extra["trace"][0]
+    assert record.extra["d_predict"] == 2 and step["bfs"][0]["depth"] == 2
+    band = step["bfs"][0]["groups"]
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two), path_lengths="up_to")
+    step = record.extra["trace"][0]
+    assert step["bfs"][0]["groups"] > band  # the 1-hop groups join the 2-hop ones
+    select = next(r for r in llm.requests if r.stage == "selection")
+    assert "{Norvale Motors} -founded by-> {Oskar Thelling}\n" in select.messages[-1]["content"] + "\n"
+    with pytest.raises(ValueError, match="path_lengths"):
+        resolve_config("hydra", {"path_lengths": "all"})

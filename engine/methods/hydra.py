@@ -113,6 +113,10 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "align_threshold": 0.8,           # predicted answers: cosine to a subgraph entity's name
     "max_align_nodes": 2000,          # subgraph entities embedded for that alignment
     "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
+    # Our choices for small models (README, "hydra"); the paper's way is the other value:
+    "group_scoring": "member",        # member: a grouped KG path scored as one member path; group: as shown
+    "path_lengths": "band",           # band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= |T|D
+    "answer_choice": "free",          # free: any text (paper); paths: a name the selected KG paths reach
     "temperature_analysis": 0.0,
     "temperature_exploration": 0.4,   # Appendix C: 0.4 during exploration (doc paths, refine, predict)
     "temperature_selection": 0.0,     # Appendix C: 0 for pruning (the released code: 0.4)
@@ -123,6 +127,7 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "answer_max_tokens": 160,
     "refine_max_tokens": 96,
     "predict_max_tokens": 160,
+    "max_answer_names": 60,           # answer_choice paths: names offered at most
     "trace_max_entities": 300,        # entity names kept per stage in extra.trace
     "seed": 0,
 }
@@ -281,7 +286,8 @@ class _Hydra:
         with timed(self.record, "path_search"):
             found: KgPaths = search_paths(graph, topics, depth, w1=int(self.config["w1"]), scorer=scorer,
                                           max_paths=int(self.config["max_paths"]), all_depths=all_depths)
-        cands = path_candidates(found.groups, self.label, self.kg.relation_label, int(self.config["max_shown"]))
+        cands = path_candidates(found.groups, self.label, self.kg.relation_label, int(self.config["max_shown"]),
+                                self.config["group_scoring"])
         names = [self.label(n) for p in found.paths for n in p.entities]
         step.setdefault("bfs", []).append({"topics": [self.name(t) for t in topics], "depth": depth,
                                            "paths": len(found.paths), "groups": len(found.groups),
@@ -363,7 +369,8 @@ class _Hydra:
             self.record.extra["own_knowledge"] = own or self.support(result.answer, result.selected) == []
             return result
         parsed = self._ask(hp.ANSWER_SYSTEM, hp.answer_user(texts, analysis.skyline, self.text, analysis.sub_questions),
-                           hp.ANSWER_SCHEMA, "answer", "temperature_answer", "answer_max_tokens")
+                           hp.answer_schema(self.answer_names(result.selected)), "answer", "temperature_answer",
+                           "answer_max_tokens")
         result.answer = answer_of(parsed)
         said_yes = isinstance(parsed, dict) and parsed.get("enough") == "Yes" and bool(result.answer)
         step["answer"] = {"enough": "Yes" if said_yes else "No", "answer": result.answer,
@@ -374,6 +381,16 @@ class _Hydra:
             result.enough = False
         step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
         return result
+
+    def answer_names(self, selected: Sequence[Candidate]) -> list[str]:
+        """With `answer_choice: paths` and only KG paths selected: the names the answer may be
+        (what the paths reach, ends first, never a topic entity); otherwise none (free text:
+        document paths are sentences, their answers need not be an entity's name)."""
+        if self.config["answer_choice"] != "paths" or not selected or any(c.source != "kg" for c in selected):
+            return []
+        topics = {normalise(t) for t in self.topic_labels}
+        names = [n for n in dict.fromkeys(self.reached(selected)) if normalise(n) not in topics]
+        return names[: int(self.config["max_answer_names"])]
 
     # -- the record ---------------------------------------------------------------------------
     def support(self, answer: str, selected: Sequence[Candidate]) -> list[str]:
@@ -535,7 +552,9 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
         step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
                                 "sources": analysis.sources}
         run.trace.append(step)
-        pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text)
+        up_to = config["path_lengths"] == "up_to"
+        pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text,
+                           all_depths=up_to)
         attempts.append(run.attempt("initial", pool, analysis, step))
         if attempts[-1].enough:
             run.finish(attempts[-1])
@@ -544,7 +563,7 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
         q_new, i_new, new_topics = _refine(run, analysis, attempts[-1])
         step = {"phase": "refined", "question": q_new, "indicator": i_new, "depth": d_max, "sources": available}
         run.trace.append(step)
-        pool = run.explore(step, available, ordered, i_new, d_max, new_topics, q_new)
+        pool = run.explore(step, available, ordered, i_new, d_max, new_topics, q_new, all_depths=up_to)
         attempts.append(run.attempt("refined", pool, analysis, step))
         if attempts[-1].enough:
             run.finish(attempts[-1])
@@ -604,13 +623,14 @@ def _checks() -> tuple[Any, ...]:
                           "max_paths", "max_shown", "window_sentences", "max_chunks_per_entity",
                           "max_sentence_chars", "web_k", "max_align_nodes", "analysis_max_tokens",
                           "doc_paths_max_tokens", "selection_max_tokens", "answer_max_tokens",
-                          "refine_max_tokens", "predict_max_tokens", "trace_max_entities"),
+                          "refine_max_tokens", "predict_max_tokens", "trace_max_entities", "max_answer_names"),
             numbers("lambda_sem", "alpha_cross", "gamma", "align_threshold", low=0.0, high=1.0),
             numbers("prior_kg", "prior_wiki", "prior_web", low=0.0),
             numbers("temperature_analysis", "temperature_exploration", "temperature_selection",
                     "temperature_answer", low=0.0, high=2.0),
             one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
             one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
+            one_of("path_lengths", ("band", "up_to")), one_of("group_scoring", ("member", "group")), one_of("answer_choice", ("free", "paths")),
             booleans("one_relation_per_edge", "source_selection", "require_grounded_answer"), alpha_k)
 
 

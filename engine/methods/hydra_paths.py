@@ -157,12 +157,28 @@ def search_paths(sub: Subgraph, topics: Sequence[str], depth: int, *, w1: int, s
     return KgPaths(depth, list(topics), paths, group_paths(paths))
 
 
+def member_text(path: GraphPath, label: Label, relation_label: Label) -> str:
+    """One entity path as text: "A - relation - B - relation (reverse) - C"."""
+    parts = [label(path.topic)]
+    for hop in path.hops:
+        parts += [relation_label(hop.relation) + (" (reverse)" if hop.direction == "in" else ""), label(hop.tail)]
+    return " - ".join(parts)
+
+
 def path_candidates(groups: Sequence[GroupedPath], label: Label, relation_label: Label,
-                    max_shown: int) -> list[Candidate]:
-    """Each grouped path as a candidate of the pool: its compact text and the names it shows."""
+                    max_shown: int, group_scoring: str = "member") -> list[Candidate]:
+    """Each grouped path as a candidate of the pool: its compact text and the names it shows;
+    `group_scoring` "member": relevance reads its first member path (text and entities),
+    "group": the compact text and every name shown."""
     result = []
     for group in groups:
         shown = [list(dict.fromkeys(label(e) for e in entities))[:max_shown] for entities in group.sets]
         names = tuple(dict.fromkeys(n for step in shown for n in step))
-        result.append(Candidate(group.text(label, relation_label, max_shown), names, "kg", group))
+        text = group.text(label, relation_label, max_shown)
+        if group_scoring == "member" and group.paths:
+            member = group.paths[0]
+            result.append(Candidate(text, names, "kg", group, member_text(member, label, relation_label),
+                                    tuple(label(n) for n in member.entities)))
+        else:
+            result.append(Candidate(text, names, "kg", group))
     return result

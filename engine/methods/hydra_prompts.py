@@ -136,6 +136,14 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
+def answer_schema(names: Sequence[str] = ()) -> dict[str, Any]:
+    """The answer reply; with `names` the answer is one of them or "" (with {No})."""
+    if not names:
+        return ANSWER_SCHEMA
+    return {**ANSWER_SCHEMA, "properties": {**ANSWER_SCHEMA["properties"],
+                                            "answer": {"type": "string", "enum": [*names, ""]}}}
+
+
 def answer_user(paths: Sequence[str], skyline: str, question: str,
                 sub_questions: Sequence[str] = ()) -> str:
     numbered = "\n".join(f"P{i} {p}" for i, p in enumerate(paths, 1)) or "(no paths)"

@@ -70,6 +70,19 @@ class Candidate:
     entities: tuple[str, ...]  # entity names on the path (as written in text)
     source: str                # "kg" | "wiki" | "web" (domain documents count as "wiki")
     payload: Any = None        # opaque to scoring (GroupedPath, chunk ids, ...)
+    # What relevance reads when it differs from what the model sees: a grouped KG path is
+    # scored as one member path (the paper scores entity paths; a relation reaching five actors
+    # must not lose to one reaching a single year because its text lists more names).
+    score_text: str | None = None
+    score_entities: tuple[str, ...] | None = None
+
+    @property
+    def scored_text(self) -> str:
+        return self.text if self.score_text is None else self.score_text
+
+    @property
+    def scored_entities(self) -> tuple[str, ...]:
+        return self.entities if self.score_entities is None else self.score_entities
 
 
 def _default_priors() -> dict[str, float]:
@@ -210,12 +223,12 @@ def _relevance(candidates: Sequence[Candidate], indicator: str, topic_entities: 
                config: ScoreConfig) -> tuple[list[float], np.ndarray]:
     if not candidates:
         return [], np.zeros((0, 0))
-    rows = _unit_rows(vectors([indicator, *[c.text for c in candidates]]))
+    rows = _unit_rows(vectors([indicator, *[c.scored_text for c in candidates]]))
     query, paths = rows[0], rows[1:]
     cosines = paths @ query
     if config.relevance == "cosine":
         return [float(cos) for cos in cosines], paths
-    return [config.lambda_sem * float(cos) + (1 - config.lambda_sem) * jaccard(topic_entities, c.entities)
+    return [config.lambda_sem * float(cos) + (1 - config.lambda_sem) * jaccard(topic_entities, c.scored_entities)
             for c, cos in zip(candidates, cosines, strict=True)], paths
 
 
