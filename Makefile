@@ -75,6 +75,9 @@ EVAL_SAMPLE ?= 50
 EVAL_LLM ?= qwen2.5-coder-0.5b
 EVAL_OUT ?= data/runs/eval
 EVAL_FLAGS ?=
+# MetaQA sets to run, and PQ-3H (EVAL_PQ3H= : MetaQA only)
+EVAL_HOPS ?= 1 2 3
+EVAL_PQ3H ?= yes
 # The default run's report is the checked-in bench/results/EVAL.md; other runs keep theirs inside.
 EVAL_REPORT ?= $(if $(filter data/runs/eval,$(EVAL_OUT)),bench/results/EVAL.md,$(EVAL_OUT)/EVAL.md)
 
@@ -85,12 +88,12 @@ data/indexes/pq3h/manifest.json: | setup
 	$(PY) cli.py index --out data/indexes/pq3h --kg $(SHARED)/pathquestion/3H-kb.txt --kg-format tsv --kg-as-docs
 
 eval: data/indexes/metaqa/manifest.json data/indexes/pq3h/manifest.json  ## run io/cot/rag/tog/tog-r on 50 questions of MetaQA 1/2/3-hop and PQ-3H, then score
-	for hop in 1 2 3; do \
+	for hop in $(EVAL_HOPS); do \
 	  $(PY) cli.py batch --index data/indexes/metaqa --questions $(SHARED)/metaqa/questions/$$hop-hop/qa_dev.txt \
 	    --methods $(EVAL_METHODS) --sample $(EVAL_SAMPLE) --seed 0 --llm $(EVAL_LLM) --out $(EVAL_OUT)/metaqa-$$hop-hop $(EVAL_FLAGS) || exit 1; \
 	done
-	$(PY) cli.py batch --index data/indexes/pq3h --questions $(SHARED)/pathquestion/PQ-3H.txt \
-	  --methods $(EVAL_METHODS) --sample $(EVAL_SAMPLE) --seed 0 --llm $(EVAL_LLM) --out $(EVAL_OUT)/pq-3h $(EVAL_FLAGS)
+	$(if $(EVAL_PQ3H),$(PY) cli.py batch --index data/indexes/pq3h --questions $(SHARED)/pathquestion/PQ-3H.txt \
+	  --methods $(EVAL_METHODS) --sample $(EVAL_SAMPLE) --seed 0 --llm $(EVAL_LLM) --out $(EVAL_OUT)/pq-3h $(EVAL_FLAGS))
 	$(MAKE) --no-print-directory eval-report
 
 # ToG-2's completeness study: MetaQA 2-hop on the full KB and on half of it, the other half only as

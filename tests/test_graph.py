@@ -475,6 +475,30 @@ def test_width_and_scorer_keep_the_best(metaqa: tuple[OxigraphKG, EntityTable]) 
     assert len(topic_paths(sub, [topic], 2, max_paths=5)) == 5
 
 
+
+def test_a_diverse_beam_takes_turns_across_relation_chains(metaqa: tuple[OxigraphKG, EntityTable]) -> None:
+    """One chain that scores best for all its many members (Tarantino's films) must not fill the
+    beam: `diverse` keeps the best path of every chain first, then the second of each, ..."""
+    kg, table = metaqa
+    topic = table.resolve("Quentin Tarantino")
+    assert topic is not None
+    sub = subgraph_within(kg, [topic], 1)
+    first = topic_paths(sub, [topic], 1)
+    chains = {p.chain for p in first}
+    favourite = max(chains, key=lambda c: sum(p.chain == c for p in first))
+
+    def scorer(paths: Sequence[GraphPath]) -> list[float]:  # the biggest chain scores best
+        return [1.0 if p.chain == favourite else 0.5 for p in paths]
+
+    width = len(chains) + 1
+    assert sum(p.chain == favourite for p in first) > width
+    flooded = topic_paths(sub, [topic], 1, width=width, scorer=scorer)
+    assert {p.chain for p in flooded} == {favourite}
+    diverse = topic_paths(sub, [topic], 1, width=width, scorer=scorer, diverse=True)
+    assert {p.chain for p in diverse} == chains and len(diverse) == width
+    assert sum(p.chain == favourite for p in diverse) == 2  # its best two: one turn more than the rest
+
+
 # ---- grouped paths ----------------------------------------------------------------------------
 
 

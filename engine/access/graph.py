@@ -310,12 +310,13 @@ PathScorer = Callable[[Sequence[GraphPath]], Sequence[float]]
 
 
 def _expand(sub: Subgraph, start: str, depth: int, width: int | None,
-            scorer: PathScorer | None, avoid: set[str]) -> list[list[GraphPath]]:
+            scorer: PathScorer | None, avoid: set[str], diverse: bool = False) -> list[list[GraphPath]]:
     """Tree-structured expansion from `start`: simple paths of each length 0..depth.
 
     Level d holds the paths of length d; with `width`, only the best `width` (by `scorer`, or
-    in a stable order without one) are kept and expanded further. Paths never revisit a node
-    and never pass through `avoid` (other topic entities) except as their last node.
+    in a stable order without one) are kept and expanded further; `diverse`: taken in turns
+    across relation chains (see `_keep_best`). Paths never revisit a node and never pass
+    through `avoid` (other topic entities) except as their last node.
     """
     levels: list[list[GraphPath]] = [[GraphPath(start)]]
     # Many paths end at the same node (a hub's neighbours all lead back to it): sort its hops once.
@@ -331,25 +332,41 @@ def _expand(sub: Subgraph, start: str, depth: int, width: int | None,
                 hops_of[end] = list(sub.neighbours(end))
             grown.extend(path.extend(h) for h in hops_of[end] if h.tail not in seen)
         if width is not None and len(grown) > width:
-            grown = _keep_best(grown, width, scorer)
+            grown = _keep_best(grown, width, scorer, diverse)
         elif scorer is not None and grown:
             grown = [GraphPath(p.topic, p.hops, s) for p, s in zip(grown, scorer(grown), strict=True)]
         levels.append(grown)
     return levels
 
 
-def _keep_best(paths: list[GraphPath], width: int, scorer: PathScorer | None) -> list[GraphPath]:
+def _keep_best(paths: list[GraphPath], width: int, scorer: PathScorer | None,
+               diverse: bool = False) -> list[GraphPath]:
+    """The best `width` paths. `diverse`: in turns across relation chains, the best chain
+    first: the best path of every chain, then the second of every chain, ... A hub reached by
+    one chain (a release year shared by 900 films) then cannot fill the whole beam with paths
+    that score alike, and the chain the question needs keeps its place."""
     if scorer is None:
         order = stable_order([p.key() for p in paths])[:width]
         by_key = {p.key(): p for p in paths}
         return [by_key[k] for k in order]
     scores = list(scorer(paths))
-    best = top_k([(GraphPath(p.topic, p.hops, s), s) for p, s in zip(paths, scores, strict=True)], width)
-    return [p for p, _ in best]
+    scored = [(GraphPath(p.topic, p.hops, s), s) for p, s in zip(paths, scores, strict=True)]
+    if not diverse:
+        return [p for p, _ in top_k(scored, width)]
+    chains: dict[Any, list[GraphPath]] = {}
+    for p, _ in top_k(scored, len(scored)):  # best first, ties in a stable order
+        chains.setdefault(p.chain, []).append(p)
+    kept: list[GraphPath] = []
+    for turn in range(max(len(c) for c in chains.values())):
+        kept += [c[turn] for c in chains.values() if turn < len(c)]
+        if len(kept) >= width:
+            break
+    return kept[:width]
 
 
 def topic_paths(sub: Subgraph, topics: Sequence[str], depth: int, *, width: int | None = None,
-                scorer: PathScorer | None = None, max_paths: int = 100_000) -> list[GraphPath]:
+                scorer: PathScorer | None = None, max_paths: int = 100_000,
+                diverse: bool = False) -> list[GraphPath]:
     """Entity paths that visit every topic entity in the given order (HydraRAG §4.2.1,
     Algorithm 1), searched breadth-first from every topic entity (a tree per topic).
 
@@ -358,17 +375,17 @@ def topic_paths(sub: Subgraph, topics: Sequence[str], depth: int, *, width: int 
     its right one at a meeting node (bidirectional BFS), with total length in
     (k·(depth-1), k·depth]. `width` (W1) keeps the best partial paths per tree and level, scored
     by `scorer` (a batch of paths -> scores, higher is better), so a hub cannot blow up the
-    search; `max_paths` bounds the result.
+    search (`diverse`: kept in turns across relation chains); `max_paths` bounds the result.
     """
     topics = [t for t in dict.fromkeys(topics) if t in sub.graph]
     if not topics or depth < 1:
         return []
     if len(topics) == 1:
-        levels = _expand(sub, topics[0], depth, width, scorer, set())
+        levels = _expand(sub, topics[0], depth, width, scorer, set(), diverse)
         return levels[depth][:max_paths]
     k = len(topics)
     low, high = k * (depth - 1), k * depth
-    trees = {t: _expand(sub, t, depth, width, scorer, set(topics) - {t}) for t in topics}
+    trees = {t: _expand(sub, t, depth, width, scorer, set(topics) - {t}, diverse) for t in topics}
     segments: list[list[GraphPath]] = []
     for left, right in pairwise(topics):
         segments.append(_join(trees[left], trees[right], left, right, max_paths))

@@ -115,6 +115,7 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
     # Our choices for small models (README, "hydra"); the paper's way is the other value:
     "group_scoring": "member",        # member: a grouped KG path scored as one member path; group: as shown
+    "beam": "paths",                  # paths: the best W1 partial paths (paper); chains: in turns across relation chains
     "path_lengths": "band",           # band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= |T|D
     "answer_choice": "free",          # free: any text (paper); paths: a name the selected KG paths reach
     "temperature_analysis": 0.0,
@@ -285,7 +286,8 @@ class _Hydra:
             if self.scorer is not None else None
         with timed(self.record, "path_search"):
             found: KgPaths = search_paths(graph, topics, depth, w1=int(self.config["w1"]), scorer=scorer,
-                                          max_paths=int(self.config["max_paths"]), all_depths=all_depths)
+                                          max_paths=int(self.config["max_paths"]), all_depths=all_depths,
+                                          diverse=self.config["beam"] == "chains")
         cands = path_candidates(found.groups, self.label, self.kg.relation_label, int(self.config["max_shown"]),
                                 self.config["group_scoring"])
         names = [self.label(n) for p in found.paths for n in p.entities]
@@ -630,7 +632,8 @@ def _checks() -> tuple[Any, ...]:
                     "temperature_answer", low=0.0, high=2.0),
             one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
             one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
-            one_of("path_lengths", ("band", "up_to")), one_of("group_scoring", ("member", "group")), one_of("answer_choice", ("free", "paths")),
+            one_of("path_lengths", ("band", "up_to")), one_of("group_scoring", ("member", "group")),
+            one_of("beam", ("paths", "chains")), one_of("answer_choice", ("free", "paths")),
             booleans("one_relation_per_edge", "source_selection", "require_grounded_answer"), alpha_k)
 
 

@@ -145,13 +145,14 @@ class KgPaths:
 
 
 def search_paths(sub: Subgraph, topics: Sequence[str], depth: int, *, w1: int, scorer: PathScorer | None,
-                 max_paths: int, all_depths: bool = False) -> KgPaths:
+                 max_paths: int, all_depths: bool = False, diverse: bool = False) -> KgPaths:
     """Tree-based path retrieval: paths through `topics` in order at `depth` (length in
     (|T|(D-1), |T|·D]); `all_depths`: every depth 1..`depth` (predicted exploration's
-    length <= |T|·D_max). Paths with one relation sequence are grouped over entity sets."""
+    length <= |T|·D_max); `diverse`: the W1 beam in turns across relation chains. Paths with one
+    relation sequence are grouped over entity sets."""
     found: dict[str, GraphPath] = {}
     for d in range(1 if all_depths else depth, depth + 1):
-        for path in topic_paths(sub, topics, d, width=w1, scorer=scorer, max_paths=max_paths):
+        for path in topic_paths(sub, topics, d, width=w1, scorer=scorer, max_paths=max_paths, diverse=diverse):
             found.setdefault(path.key(), path)
     paths = list(found.values())
     return KgPaths(depth, list(topics), paths, group_paths(paths))
