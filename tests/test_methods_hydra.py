@@ -327,3 +327,15 @@ def test_path_lengths_up_to_keeps_shorter_paths_at_the_predicted_depth(demo_inde
     assert "{Norvale Motors} -founded by-> {Oskar Thelling}\n" in select.messages[-1]["content"] + "\n"
     with pytest.raises(ValueError, match="path_lengths"):
         resolve_config("hydra", {"path_lengths": "all"})
+
+
+def test_initial_depth_max_searches_at_d_max_whatever_the_skyline_says(demo_index: Path) -> None:
+    record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), initial_depth="max", d_max=2,
+                    path_lengths="up_to")
+    step = record.extra["trace"][0]
+    assert record.extra["d_predict"] == 1 and step["depth"] == 2 and step["bfs"][0]["depth"] == 2
+    assert step["bfs"][0]["gold"] == ["Oskar Thelling"]  # the 1-hop answer is still on a path (up_to)
+    with pytest.raises(ValueError, match="initial_depth"):
+        resolve_config("hydra", {"initial_depth": "deep"})
+    with pytest.raises(ValueError, match="beam"):
+        resolve_config("hydra", {"beam": "wide"})

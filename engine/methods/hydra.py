@@ -116,6 +116,7 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     # Our choices for small models (README, "hydra"); the paper's way is the other value:
     "group_scoring": "member",        # member: a grouped KG path scored as one member path; group: as shown
     "beam": "paths",                  # paths: the best W1 partial paths (paper); chains: in turns across relation chains
+    "initial_depth": "predicted",     # predicted: min(D_predict, D_max) (paper); max: D_max (with up_to: every length)
     "path_lengths": "band",           # band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= |T|D
     "answer_choice": "free",          # free: any text (paper); paths: a name the selected KG paths reach
     "temperature_analysis": 0.0,
@@ -550,7 +551,7 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
     if available and run.scorer is not None:
         ordered = skyline_order(run.topics, run.topic_labels, analysis.skyline)
         # initial exploration: the selected sources at min(D_predict, D_max)
-        depth = min(analysis.d_predict, d_max)
+        depth = min(analysis.d_predict, d_max) if config["initial_depth"] == "predicted" else d_max
         step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
                                 "sources": analysis.sources}
         run.trace.append(step)
@@ -633,7 +634,7 @@ def _checks() -> tuple[Any, ...]:
             one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
             one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
             one_of("path_lengths", ("band", "up_to")), one_of("group_scoring", ("member", "group")),
-            one_of("beam", ("paths", "chains")), one_of("answer_choice", ("free", "paths")),
+            one_of("beam", ("paths", "chains")), one_of("initial_depth", ("predicted", "max")), one_of("answer_choice", ("free", "paths")),
             booleans("one_relation_per_edge", "source_selection", "require_grounded_answer"), alpha_k)
 
 
