@@ -233,10 +233,13 @@ def test_fallback_marks_the_models_own_knowledge(demo_index: Path) -> None:
 
 
 def test_an_ungrounded_yes_goes_on_to_the_next_phase(demo_index: Path) -> None:
-    record, _ = run(demo_index, FOUNDER, script([("Yes", "Henry Ford"), ("Yes", "Oskar Thelling")]))
+    # free-text answers (the paper's way; `answer_choice: paths` cannot name what no path reaches)
+    record, _ = run(demo_index, FOUNDER, script([("Yes", "Henry Ford"), ("Yes", "Oskar Thelling")]),
+                    answer_choice="free")
     assert record.extra["phase"] == "refined"
     assert record.extra["trace"][0]["answer"]["ungrounded_answer"] is True
-    paper, _ = run(demo_index, FOUNDER, script([("Yes", "Henry Ford")]), require_grounded_answer=False)
+    paper, _ = run(demo_index, FOUNDER, script([("Yes", "Henry Ford")]), require_grounded_answer=False,
+                   answer_choice="free")
     assert paper.extra["phase"] == "initial" and paper.answer_source == "llm"
 
 
@@ -300,14 +303,14 @@ def test_config_defaults_are_the_papers() -> None:
 
 
 def test_answer_choice_paths_offers_only_names_the_kg_paths_reach(demo_index: Path) -> None:
-    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), answer_choice="paths")
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]))  # the default
     answer = next(r for r in llm.requests if r.stage == "answer")
     enum = answer.schema["properties"]["answer"]["enum"]  # type: ignore[index]
     assert "Oskar Thelling" in enum and enum[-1] == ""  # "" goes with {No}
     assert "Norvale Motors" not in enum  # never the entity the question names
     assert record.prediction == "Oskar Thelling"
-    # the paper's way (the default): free text
-    _, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]))
+    # the paper's way: free text
+    _, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), answer_choice="free")
     answer = next(r for r in llm.requests if r.stage == "answer")
     assert "enum" not in answer.schema["properties"]["answer"]  # type: ignore[index]
     with pytest.raises(ValueError, match="answer_choice"):
