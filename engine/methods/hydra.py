@@ -389,12 +389,14 @@ class _Hydra:
 
     def answer_names(self, selected: Sequence[Candidate]) -> list[str]:
         """With `answer_choice: paths` and only KG paths selected: the names the answer may be
-        (what the paths reach, ends first, never a topic entity); otherwise none (free text:
-        document paths are sentences, their answers need not be an entity's name)."""
+        (the names the paths show the model, never a topic entity; a name hidden behind "… N
+        more" cannot be chosen); otherwise none (free text: document paths are sentences, their
+        answers need not be an entity's name)."""
         if self.config["answer_choice"] != "paths" or not selected or any(c.source != "kg" for c in selected):
             return []
         topics = {normalise(t) for t in self.topic_labels}
-        names = [n for n in dict.fromkeys(self.reached(selected)) if normalise(n) not in topics]
+        shown = [n for c in selected for n in reversed(c.entities)]  # what the model saw, ends first
+        names = [n for n in dict.fromkeys(shown) if normalise(n) not in topics and not n.startswith("unnamed entity")]
         return names[: int(self.config["max_answer_names"])]
 
     # -- the record ---------------------------------------------------------------------------
