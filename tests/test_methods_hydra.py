@@ -319,11 +319,11 @@ def test_answer_choice_paths_offers_only_names_the_kg_paths_reach(demo_index: Pa
 
 def test_path_lengths_up_to_keeps_shorter_paths_at_the_predicted_depth(demo_index: Path) -> None:
     two = "Norvale Motors - founded by - person - born in - answer"  # D_predict 2 for a 1-hop question
-    record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two))
+    record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two), path_lengths="band")
     step = record.extra["trace"][0]
     assert record.extra["d_predict"] == 2 and step["bfs"][0]["depth"] == 2
     band = step["bfs"][0]["groups"]
-    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two), path_lengths="up_to")
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two))  # up_to, the default
     step = record.extra["trace"][0]
     assert step["bfs"][0]["groups"] > band  # the 1-hop groups join the 2-hop ones
     select = next(r for r in llm.requests if r.stage == "selection")

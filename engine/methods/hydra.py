@@ -113,13 +113,13 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "align_threshold": 0.8,           # predicted answers: cosine to a subgraph entity's name
     "max_align_nodes": 2000,          # subgraph entities embedded for that alignment
     "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
-    # Our additions (README, "hydra"): the first three default on (measured on dev with the 0.5B
-    # model; the paper's way is the other value); the last two stay the paper's, and the README's
-    # small-model setting (`initial_depth=max path_lengths=up_to relevance=cosine`) turns them on.
+    # Our additions (README, "hydra"), chosen on dev with the 0.5B model; the paper's way is the
+    # other value. initial_depth stays the paper's (the README's deep setting: initial_depth=max
+    # relevance=cosine).
     "group_scoring": "member",        # member: a grouped KG path scored as one member path; group: as shown
     "beam": "chains",                 # chains: the W1 beam in turns across relation chains; paths: the best W1
     "initial_depth": "predicted",     # predicted: min(D_predict, D_max) (paper); max: D_max (with up_to: every length)
-    "path_lengths": "band",           # band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= |T|D
+    "path_lengths": "up_to",          # up_to: every length <= |T|D; band: length in (|T|(D-1), |T|D] (paper)
     "answer_choice": "paths",         # paths: a name the selected KG paths reach; free: any text (paper)
     "temperature_analysis": 0.0,
     "temperature_exploration": 0.4,   # Appendix C: 0.4 during exploration (doc paths, refine, predict)
