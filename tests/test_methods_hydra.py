@@ -295,6 +295,9 @@ def test_config_defaults_are_the_papers() -> None:
     assert (c["prior_kg"], c["prior_wiki"], c["prior_web"]) == (1.0, 0.8, 0.7)
     assert c["alpha_k"] == pytest.approx([1 / 3] * 3)
     assert (c["relevance"], c["support"], c["alignment"], c["temperature_selection"]) == ("paper", "paper", "paper", 0.0)
+    # our additions default to the paper's way
+    assert (c["group_scoring"], c["beam"], c["initial_depth"], c["path_lengths"], c["answer_choice"]) == (
+        "group", "paths", "predicted", "band", "free")
     assert default_config("hydra-e")["one_relation_per_edge"] is True
     with pytest.raises(ValueError, match="alpha_k"):
         resolve_config("hydra", {"alpha_k": [1, 2]})
@@ -303,14 +306,14 @@ def test_config_defaults_are_the_papers() -> None:
 
 
 def test_answer_choice_paths_offers_only_names_the_kg_paths_reach(demo_index: Path) -> None:
-    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]))  # the default
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), answer_choice="paths")
     answer = next(r for r in llm.requests if r.stage == "answer")
     enum = answer.schema["properties"]["answer"]["enum"]  # type: ignore[index]
     assert "Oskar Thelling" in enum and enum[-1] == ""  # "" goes with {No}
     assert "Norvale Motors" not in enum  # never the entity the question names
     assert record.prediction == "Oskar Thelling"
-    # the paper's way: free text
-    _, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), answer_choice="free")
+    # the paper's way (the default): free text
+    _, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]))
     answer = next(r for r in llm.requests if r.stage == "answer")
     assert "enum" not in answer.schema["properties"]["answer"]  # type: ignore[index]
     with pytest.raises(ValueError, match="answer_choice"):
@@ -319,11 +322,11 @@ def test_answer_choice_paths_offers_only_names_the_kg_paths_reach(demo_index: Pa
 
 def test_path_lengths_up_to_keeps_shorter_paths_at_the_predicted_depth(demo_index: Path) -> None:
     two = "Norvale Motors - founded by - person - born in - answer"  # D_predict 2 for a 1-hop question
-    record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two), path_lengths="band")
+    record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two))  # band, the default
     step = record.extra["trace"][0]
     assert record.extra["d_predict"] == 2 and step["bfs"][0]["depth"] == 2
     band = step["bfs"][0]["groups"]
-    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two))  # up_to, the default
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two), path_lengths="up_to")
     step = record.extra["trace"][0]
     assert step["bfs"][0]["groups"] > band  # the 1-hop groups join the 2-hop ones
     select = next(r for r in llm.requests if r.stage == "selection")
@@ -342,3 +345,18 @@ def test_initial_depth_max_searches_at_d_max_whatever_the_skyline_says(demo_inde
         resolve_config("hydra", {"initial_depth": "deep"})
     with pytest.raises(ValueError, match="beam"):
         resolve_config("hydra", {"beam": "wide"})
+
+
+def test_options_added_later_enter_the_hash_only_when_set() -> None:
+    """Runs made before these options keep their config hash (and resume) at the defaults."""
+    import hashlib
+    import json
+
+    from engine.methods.registry import config_hash
+
+    added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names")
+    base = default_config("hydra")
+    before = {k: v for k, v in base.items() if k not in added}
+    blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
+    assert config_hash("hydra", base) == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    assert config_hash("hydra", {**base, "answer_choice": "paths"}) != config_hash("hydra", base)
