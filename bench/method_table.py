@@ -13,8 +13,8 @@ methods' records:
 Each folder is scored afresh (`engine.runs.evaluate`, nothing written into it). A method found
 in several folders of one set is taken from the first that has it; a method no folder has is
 left out of that set, and a folder that does not exist is listed under "not run" (so the table
-shows what is missing instead of failing). A method whose run is incomplete is marked with its
-record count.
+shows what is missing instead of failing). A method whose run is unfinished is listed there too,
+with its record count, not in the table.
 """
 
 from __future__ import annotations
@@ -58,11 +58,15 @@ def method_rows(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
                 continue
             summary = evaluate_run(Path(run), write=False)
             for method, m in summary["methods"].items():
-                found.setdefault(method, (run, m))
+                if m.get("records"):  # a method listed in run.json but never answered is not run
+                    found.setdefault(method, (run, m))
         for method in spec["methods"]:
             if method not in found:
                 continue
             run, m = found[method]
+            if m.get("records") != m.get("expected"):  # a number a rerun would change is not shown
+                notes.append(f"{s['name']}: {method} unfinished in {run} ({m.get('records')} of {m.get('expected')})")
+                continue
             rows.append({"set": s["name"], "metric": s["metric"], "method": method, "run": run,
                          "accuracy": m.get(s["metric"]), "records": m.get("records"), "expected": m.get("expected"),
                          "llm_calls": m.get("llm_calls"), "prompt_tokens": m.get("prompt_tokens"),
@@ -80,15 +84,14 @@ def format_table(spec: dict[str, Any], rows: list[dict[str, Any]], notes: list[s
              "|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
         acc = _num(None if r["accuracy"] is None else 100 * r["accuracy"], ".1f")
-        partial = f" ({r['records']} of {r['expected']})" if r["records"] != r["expected"] else ""
-        lines.append(f"| {r['set']} | {r['method']} | {acc}{partial} | {_num(r['llm_calls'], '.1f')} | "
+        lines.append(f"| {r['set']} | {r['method']} | {acc} | {_num(r['llm_calls'], '.1f')} | "
                      f"{_num(r['prompt_tokens'], '.0f')} | {_num(r['llm_seconds'], '.1f')} | {r['run']} |")
     metrics = sorted({r["metric"] for r in rows})
     lines += ["", "accuracy: " + "; ".join(f"{m} = {METRIC_NAMES[m]}" for m in metrics)
               + ". LLM s/q: model time per question as recorded (replays from the response cache count "
               "their original time)."]
     if notes:
-        lines += ["", "Not run:", *(f"- {n}" for n in notes)]
+        lines += ["", "Not run or unfinished:", *(f"- {n}" for n in notes)]
     return "\n".join(lines) + "\n"
 
 

@@ -356,7 +356,7 @@ def test_method_table_joins_run_folders_per_set(runs: Path) -> None:
         ("S1", "rag", 0.25, 1.0), ("S1", "tog", 0.5, 1.0)]  # tog from runs/a, the first that has it
     assert notes == [f"S2: {runs / 'runs' / 'missing'} not run"]
     text = format_table(spec, rows, notes)
-    assert "| S1 | tog | 50.0 | 1.0 |" in text and "Not run:" in text
+    assert "| S1 | tog | 50.0 | 1.0 |" in text and "Not run or unfinished:" in text
     bad = runs / "spec.json"
     bad.write_text(json.dumps({**spec, "sets": [{"name": "S", "metric": "f2", "runs": []}]}), encoding="utf-8")
     with pytest.raises(SystemExit, match=r"sets\[0\]\.metric 'f2'"):
