@@ -636,8 +636,9 @@ def _checks() -> tuple[Any, ...]:
                     "temperature_answer", low=0.0, high=2.0),
             one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
             one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
-            one_of("path_lengths", ("band", "up_to")), one_of("group_scoring", ("member", "group")),
-            one_of("beam", ("paths", "chains")), one_of("initial_depth", ("predicted", "max")), one_of("answer_choice", ("free", "paths")),
+            one_of("group_scoring", ("group", "member")), one_of("beam", ("paths", "chains")),
+            one_of("initial_depth", ("predicted", "max")), one_of("path_lengths", ("band", "up_to")),
+            one_of("answer_choice", ("free", "paths")),
             booleans("one_relation_per_edge", "source_selection", "require_grounded_answer"), alpha_k)
 
 

@@ -19,6 +19,7 @@ import networkx as nx
 from engine.access.graph import (
     GraphPath,
     GroupedPath,
+    Hop,
     PathScorer,
     Subgraph,
     group_paths,
@@ -110,7 +111,7 @@ def chain_text(path: GraphPath, label: Label, relation_label: Label, topics: set
     scoring a level of thousands of partial paths costs as many embeddings as it has chains."""
     parts = [label(path.topic)]
     for hop in path.hops:
-        parts.append(relation_label(hop.relation) + (" (reverse)" if hop.direction == "in" else ""))
+        parts.append(_relation_text(hop, relation_label))
     if path.hops and path.end in topics:
         parts.append(label(path.end))
     return " - ".join(parts)
@@ -162,12 +163,16 @@ def member_text(path: GraphPath, label: Label, relation_label: Label) -> str:
     """One entity path as text: "A - relation - B - relation (reverse) - C"."""
     parts = [label(path.topic)]
     for hop in path.hops:
-        parts += [relation_label(hop.relation) + (" (reverse)" if hop.direction == "in" else ""), label(hop.tail)]
+        parts += [_relation_text(hop, relation_label), label(hop.tail)]
     return " - ".join(parts)
 
 
+def _relation_text(hop: Hop, relation_label: Label) -> str:
+    return relation_label(hop.relation) + (" (reverse)" if hop.direction == "in" else "")
+
+
 def path_candidates(groups: Sequence[GroupedPath], label: Label, relation_label: Label,
-                    max_shown: int, group_scoring: str = "member") -> list[Candidate]:
+                    max_shown: int, group_scoring: str = "group") -> list[Candidate]:
     """Each grouped path as a candidate of the pool: its compact text and the names it shows;
     `group_scoring` "member": relevance reads its first member path (text and entities),
     "group": the compact text and every name shown."""
