@@ -167,6 +167,19 @@ def test_config_change_is_refused_unless_forced(fake_backend: Path, pq_index: Pa
     assert "oracle config (beam 3 -> 5)" in run["history"][0]["forced"][0]
 
 
+def test_a_config_change_of_a_method_without_records_needs_no_flag(fake_backend: Path, pq_index: Path,
+                                                                   pq_questions: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run_batch(_options(pq_index, pq_questions, out, ["oracle", "slow"], limit=3))
+    (out / "slow.jsonl").write_text("")  # its records moved away by hand: nothing left to mix
+    report = run_batch(_options(pq_index, pq_questions, out, ["slow"], limit=3, settings=["slow.beam=5"]))
+    assert report.ran == 3
+    run = json.loads((out / "run.json").read_text())
+    assert run["methods"]["slow"]["config"]["beam"] == 5 and run["methods"]["oracle"]["config"]["beam"] == 3
+    with pytest.raises(BatchError, match=r"slow config \(beam 5 -> 7\)"):  # now it has records again
+        run_batch(_options(pq_index, pq_questions, out, ["slow"], limit=3, settings=["slow.beam=7"]))
+
+
 def test_settings_and_methods_are_checked(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown method nope"):
         run_batch(_options(pq_index, pq_questions, tmp_path / "a", ["oracle", "nope"]))

@@ -645,11 +645,23 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
         return _run_locked(options, methods, configs, selected, identity, out, progress)
 
 
+def _has_records(out: Path, run: dict[str, Any], method: str) -> bool:
+    """Whether the folder holds at least one record line of `method`."""
+    path = out / run.get("methods", {}).get(method, {}).get("file", f"{method}.jsonl")
+    try:
+        with path.open("rb") as handle:
+            return any(line.strip() for line in handle)
+    except FileNotFoundError:
+        return False
+
+
 def _restart_if_changed(options: BatchOptions, identity: dict[str, Any], out: Path,
                         previous: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str], Path | None]:
     """Compare the folder's run with this command's setup. Returns the run to continue (None:
     start afresh), the changes that made it start again, and where the old records went."""
     changes, per_method = _identity_changes(previous, identity)
+    # A method whose records were all moved aside (or never written) has nothing to mix with.
+    per_method = {m: why for m, why in per_method.items() if _has_records(out, previous, m)}
     everything = [*changes, *per_method.values()]
     if not everything and options.restart:
         changes = everything = ["none (--restart)"]
