@@ -157,6 +157,10 @@ def test_document_and_web_sentences_ranked_by_the_skyline(demo_index: Path) -> N
     assert [s.chunk_id for s in wiki] == ["c0", "c0"] and {s.source for s in wiki} == {"wiki"}  # web aside
     web = web_sentences(docs, "who leads Kestrel Cell Works", 5, "dense", 1)  # type: ignore[arg-type]
     assert [s.chunk_id for s in web] == ["c1", "c2", "c2"] and {s.source for s in web} == {"web"}
+    # web_collections=all: the question search covers every collection; what it finds is the web source's
+    everywhere = web_sentences(docs, "who leads Kestrel Cell Works", 5, "dense", 1, None)  # type: ignore[arg-type]
+    assert [s.chunk_id for s in everywhere] == ["c0", "c0", "c1", "c2", "c2"]
+    assert {s.source for s in everywhere} == {"web"} and everywhere[0].collection == "domain"
     scorer = DenseScorer(embedder)
     skyline = "Kestrel Cell Works - chief executive - answer"
     top = top_sentences(scorer, skyline, wiki + web, 5, 300)
@@ -347,6 +351,25 @@ def test_initial_depth_max_searches_at_d_max_whatever_the_skyline_says(demo_inde
         resolve_config("hydra", {"beam": "wide"})
 
 
+def test_web_collections_all_makes_the_question_search_cover_every_collection(demo_index: Path) -> None:
+    """The demo index has no `web` collection: by default there is no web source; with
+    `web_collections=all` the question search finds the reports and they join as the web source."""
+    record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]))
+    assert "web" not in record.extra["available_sources"]
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], sources=("web",),
+                                                  doc_path="Norvale Motors - founded by - Oskar Thelling"),
+                      web_collections="all")
+    assert "web" in record.extra["available_sources"] and record.extra["selected_sources"] == ["web"]
+    analysis = next(r for r in llm.requests if r.stage == "analysis")
+    assert "web (pages searched by the question)" in analysis.messages[-1]["content"]
+    assert stages(record)[:2] == ["analysis", "doc_paths"]
+    written = [p for p in record.paths if p.source != "kg"]
+    assert written and all(p.source == "domain" for p in written)  # provenance: the chunk's collection
+    assert "web" in record.extra["support_sources"]  # scored and reported as the web source (found by search)
+    with pytest.raises(ValueError, match="web_collections"):
+        resolve_config("hydra", {"web_collections": "wiki"})
+
+
 def test_options_added_later_enter_the_hash_only_when_set() -> None:
     """Runs made before these options keep their config hash (and resume) at the defaults."""
     import hashlib
@@ -354,7 +377,8 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
 
     from engine.methods.registry import config_hash
 
-    added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names")
+    added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
+             "web_collections")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)

@@ -32,13 +32,15 @@ def entity_chunks(docs: DocumentStore, entity: str, limit: int | None = None) ->
     return docs.chunks_of(entity, limit)
 
 
-def search_web(docs: DocumentStore, question: str, k: int = 10, mode: str = "dense") -> list[SearchHit]:
+def search_web(docs: DocumentStore, question: str, k: int = 10, mode: str = "dense",
+               collection: str | None = WEB) -> list[SearchHit]:
     """The `web` collection searched by the question (HydraRAG's offline web source: documents
-    tied to no KG entity). `mode`: dense (FAISS) or sparse (BM25)."""
+    tied to no KG entity). `mode`: dense (FAISS) or sparse (BM25). `collection=None`: every
+    collection, as a search engine would (the whole corpus)."""
     if mode == "dense":
-        return docs.dense_search(question, k, WEB)
+        return docs.dense_search(question, k, collection)
     if mode == "sparse":
-        return docs.sparse_search(question, k, WEB)
+        return docs.sparse_search(question, k, collection)
     raise ValueError(f"search mode must be dense or sparse, not {mode!r}")
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.access.graph import EvidencePath, Source, Subgraph, subgraph_within
-from engine.access.retrieval import DenseScorer
+from engine.access.retrieval import WEB, DenseScorer
 from engine.methods import hydra_prompts as hp
 from engine.methods.common import (
     answer_of,
@@ -110,6 +110,7 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "max_sentence_chars": 300,
     "web_k": 5,                       # web chunks the question search returns
     "web_search": "dense",            # dense | sparse (BM25)
+    "web_collections": "web",         # web: the question search covers the `web` collection; all: every collection
     "align_threshold": 0.8,           # predicted answers: cosine to a subgraph entity's name
     "max_align_nodes": 2000,          # subgraph entities embedded for that alignment
     "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
@@ -215,8 +216,9 @@ class _Hydra:
             return []
         if query not in self._web_found:
             try:
-                self._web_found[query] = web_sentences(self.docs, query, int(self.config["web_k"]),
-                                                       self.config["web_search"], int(self.config["window_sentences"]))
+                self._web_found[query] = web_sentences(
+                    self.docs, query, int(self.config["web_k"]), self.config["web_search"],
+                    int(self.config["window_sentences"]), WEB if self.config["web_collections"] == "web" else None)
             except (LocalkgError, RuntimeError, ValueError) as exc:  # e.g. built without vectors
                 self.record.extra.setdefault("notes", []).append(f"web search failed: {exc}")
                 self._web_found[query] = []
@@ -311,7 +313,9 @@ class _Hydra:
                                          int(self.config["max_chunks_per_entity"]))
                 kept += top_sentences(self.scorer, indicator, found, k, chars)
             if "web" in sources:
-                kept += top_sentences(self.scorer, indicator, self._web(query), k, chars)
+                seen = {(s.chunk_id, s.text) for s in kept}  # web_collections=all can find them again
+                fresh = [s for s in self._web(query) if (s.chunk_id, s.text) not in seen]
+                kept += top_sentences(self.scorer, indicator, fresh, k, chars)
         step["sentences"] = [s.chunk_id for s in kept]
         labels = [self.label(e) for e in entities]
         cands = knowledge_paths(self.ctx.llm, self.record, kept, labels, indicator, self.config)
@@ -636,6 +640,7 @@ def _checks() -> tuple[Any, ...]:
                     "temperature_answer", low=0.0, high=2.0),
             one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
             one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
+            one_of("web_collections", ("web", "all")),
             one_of("group_scoring", ("group", "member")), one_of("beam", ("paths", "chains")),
             one_of("initial_depth", ("predicted", "max")), one_of("path_lengths", ("band", "up_to")),
             one_of("answer_choice", ("free", "paths")),
@@ -643,7 +648,8 @@ def _checks() -> tuple[Any, ...]:
 
 
 # added after the first runs: in the config hash only when set away from the default
-_ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names")
+_ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
+          "web_collections")
 HYDRA = MethodSpec(
     "hydra", run_hydra, HYDRA_DEFAULTS,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",

@@ -2,7 +2,7 @@
 
 Wiki (and domain) source: the chunks of the topic entities' documents (`entity_chunks`), cut
 into sentence windows (`sentence_windows`). Web source: the `web` collection searched by the
-question (`search_web`, offline), cut the same way. Each source's windows are ranked by the
+question (`search_web`, offline; `web_collections=all`: every collection), cut the same way. Each source's windows are ranked by the
 index's dense model against the skyline indicator (`DenseScorer`) and its top W_max kept; then
 one LLM call turns all kept windows into knowledge paths ("A - relation - B - relation - C"),
 each tied to its window's chunk id, which join the candidate pool.
@@ -36,11 +36,13 @@ class Sentence:
     title: str
     collection: str  # the document collection (wiki, domain, web, ...)
     score: float = 0.0
+    searched: bool = False  # found by the question search (the web source), whatever its collection
 
     @property
     def source(self) -> str:
-        """The evidence source for scoring: web, or wiki (domain documents count as wiki)."""
-        return "web" if self.collection == WEB else "wiki"
+        """The evidence source for scoring: web (the `web` collection, or any window the question
+        search found), else wiki (domain documents count as wiki)."""
+        return "web" if self.searched or self.collection == WEB else "wiki"
 
     def shown(self, max_chars: int) -> str:
         text = f"{self.title}: {self.text}" if self.title else self.text
@@ -55,8 +57,8 @@ class DocPath:
     sentence: Sentence
 
 
-def _windows(chunk: ChunkRecord, size: int) -> list[Sentence]:
-    return [Sentence(w.text, chunk.chunk_id, chunk.title, chunk.collection)
+def _windows(chunk: ChunkRecord, size: int, searched: bool = False) -> list[Sentence]:
+    return [Sentence(w.text, chunk.chunk_id, chunk.title, chunk.collection, searched=searched)
             for w in sentence_windows(chunk, size)]
 
 
@@ -74,11 +76,13 @@ def entity_sentences(docs: DocumentStore, entities: Sequence[str], window: int,
     return list(found.values())
 
 
-def web_sentences(docs: DocumentStore, question: str, k: int, mode: str, window: int) -> list[Sentence]:
-    """The sentence windows of the `web` chunks the question finds (empty: no web collection)."""
+def web_sentences(docs: DocumentStore, question: str, k: int, mode: str, window: int,
+                  collection: str | None = WEB) -> list[Sentence]:
+    """The sentence windows of the `web` chunks the question finds (empty: no web collection);
+    `collection=None`: of the chunks of every collection it finds."""
     found: dict[tuple[str, str], Sentence] = {}
-    for hit in search_web(docs, question, k, mode):
-        for s in _windows(hit.chunk, window):
+    for hit in search_web(docs, question, k, mode, collection):
+        for s in _windows(hit.chunk, window, searched=True):
             found.setdefault((s.chunk_id, s.text), s)
     return list(found.values())
 
@@ -90,7 +94,7 @@ def top_sentences(scorer: DenseScorer, indicator: str, sentences: Sequence[Sente
         return []
     ranked = scorer.rank(indicator, [s.shown(max_chars) for s in sentences], k)
     return [Sentence(sentences[i].text, sentences[i].chunk_id, sentences[i].title,
-                     sentences[i].collection, score) for i, score in ranked]
+                     sentences[i].collection, score, sentences[i].searched) for i, score in ranked]
 
 
 def path_entities(path: str) -> tuple[str, ...]:
