@@ -370,6 +370,18 @@ def test_web_collections_all_makes_the_question_search_cover_every_collection(de
         resolve_config("hydra", {"web_collections": "wiki"})
 
 
+def test_no_linked_entity_starts_from_the_questions_best_passages(demo_index: Path) -> None:
+    unnamed = Question("u1", "Which firm builds battery cells in a plant that opened last year?", ["x"])
+    record, _ = run(demo_index, unnamed, script([("Yes", "x")], sources=("kg", "wiki")))
+    found = record.topic_entities
+    assert found and all(t["reason"] == "search" for t in found) and len(found) <= 3  # max_topic_entities
+    assert "wiki" in record.extra["available_sources"]  # their reports are the way in
+    off, _ = run(demo_index, unnamed, script([("Yes", "x")]), topic_search=0)  # linking only
+    assert not off.topic_entities and off.extra["available_sources"] == [] and off.extra["phase"] == "fallback"
+    with pytest.raises(ValueError, match="topic_search must be an integer >= 0"):
+        resolve_config("hydra", {"topic_search": -1})
+
+
 def test_options_added_later_enter_the_hash_only_when_set() -> None:
     """Runs made before these options keep their config hash (and resume) at the defaults."""
     import hashlib
@@ -378,7 +390,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
     from engine.methods.registry import config_hash
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-             "web_collections")
+             "web_collections", "topic_search")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)

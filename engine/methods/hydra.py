@@ -1,7 +1,8 @@
 """HydraRAG (methods `hydra` and `hydra-e`): structured cross-source reasoning over the KG and
 documents (the HydraRAG paper, §4, Appendix A Algorithms 1-4, defaults of Appendix C).
 
-1. Initialisation: topic entities (linking; a dataset's pre-linked ids first); available
+1. Initialisation: topic entities (linking; a dataset's pre-linked ids first; nothing linked:
+   the entities of the question's best passages, `topic_search`, as in tog2); available
    evidence detection (kg: a topic entity has facts; wiki: a topic entity has documents, domain
    collections count as wiki; web: the `web` collection answers the question); question
    analysis in one call under a JSON schema: sub-questions, the skyline indicator and the
@@ -77,8 +78,15 @@ from engine.methods.hydra_score import (
     relevance_scores,
 )
 from engine.methods.labels import display_text, entity_text
-from engine.methods.spec import MethodSpec, booleans, numbers, one_of, positive_ints
-from engine.methods.topics import select_topic_entities
+from engine.methods.spec import (
+    MethodSpec,
+    booleans,
+    non_negative_ints,
+    numbers,
+    one_of,
+    positive_ints,
+)
+from engine.methods.topics import select_topic_entities, topic_entities_from_search
 from engine.questions.answer_match import names as _names
 from engine.questions.answer_match import normalise_answer
 from engine.questions.record import AnswerRecord, AnswerSource, Question
@@ -99,6 +107,7 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "alpha_k": list(SCORE_DEFAULTS["alpha_k"]),
     "d_max": 3,                       # D_max: subgraph hops and the refined / predicted depth
     "max_topic_entities": 3,
+    "topic_search": 5,                # nothing linked: entities of the question's top passages (0: off)
     "max_degree": 500,                # subgraph: facts read per node and direction
     "max_nodes": 20_000,              # subgraph: node budget
     "max_paths": 10_000,              # path search: paths kept per search
@@ -206,7 +215,7 @@ class _Hydra:
             if self.docs is not None and self.scorer is not None:
                 if any(entity_sentences(self.docs, [t], 1, 1) for t in self.topics):
                     found.append("wiki")
-                if self._web(self.text):
+                if self._web(self.text):  # searched by the question: needs no topic entity
                     found.append("web")
         return found
 
@@ -545,9 +554,12 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
     each pruned (Algorithm 4) and answered; a fallback answer after all three."""
     run = _Hydra(question, ctx, config, method)
     d_max = int(config["d_max"])
-    run.topics = select_topic_entities(question, ctx, run.record, int(config["max_topic_entities"]), run.name)
+    limit = int(config["max_topic_entities"])
+    run.topics = select_topic_entities(question, ctx, run.record, limit, run.name)
+    if not run.topics:  # nothing linked: the entities of the question's best passages (as in tog2)
+        run.topics = topic_entities_from_search(question, ctx, run.record, limit, int(config["topic_search"]), run.name)
     run.topic_labels = [run.label(t) for t in run.topics]
-    available = run.available_sources() if run.topics else []
+    available = run.available_sources()
     analysis = run.analyse(available)
     run.record.extra.update({"available_sources": available, "selected_sources": analysis.sources,
                              "skyline": analysis.skyline, "d_predict": analysis.d_predict,
@@ -629,7 +641,8 @@ def _checks() -> tuple[Any, ...]:
                 isinstance(a, bool) or not isinstance(a, int | float) or a < 0 for a in value):
             raise ValueError(f"alpha_k must be a list of 3 non-negative numbers, not {value!r}")
 
-    return (positive_ints("w1", "w2", "w_max", "d_max", "max_topic_entities", "max_degree", "max_nodes",
+    return (non_negative_ints("topic_search"),
+            positive_ints("w1", "w2", "w_max", "d_max", "max_topic_entities", "max_degree", "max_nodes",
                           "max_paths", "max_shown", "window_sentences", "max_chunks_per_entity",
                           "max_sentence_chars", "web_k", "max_align_nodes", "analysis_max_tokens",
                           "doc_paths_max_tokens", "selection_max_tokens", "answer_max_tokens",
@@ -649,7 +662,7 @@ def _checks() -> tuple[Any, ...]:
 
 # added after the first runs: in the config hash only when set away from the default
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-          "web_collections")
+          "web_collections", "topic_search")
 HYDRA = MethodSpec(
     "hydra", run_hydra, HYDRA_DEFAULTS,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",
