@@ -101,6 +101,7 @@ eval: data/indexes/metaqa/manifest.json data/indexes/pq3h/manifest.json  ## run 
 IKG_METHODS ?= tog,rag,tog2
 IKG_OUT ?= data/runs/incomplete-kg
 IKG_KBS ?= full half
+IKG_FLAGS ?=
 
 data/indexes/metaqa-half/manifest.json: | setup
 	$(PY) cli.py index --out data/indexes/metaqa-half --kg $(SHARED)/metaqa/kb --kg-format metaqa \
@@ -109,7 +110,7 @@ data/indexes/metaqa-half/manifest.json: | setup
 incomplete-kg: data/indexes/metaqa/manifest.json data/indexes/metaqa-half/manifest.json  ## tog/rag/tog2 on 50 MetaQA 2-hop questions, full KB vs half KB (+ the dropped half as text)
 	for kb in $(IKG_KBS); do index=data/indexes/metaqa; [ $$kb = half ] && index=data/indexes/metaqa-half; \
 	  $(PY) cli.py batch --index $$index --questions $(SHARED)/metaqa/questions/2-hop/qa_dev.txt \
-	    --methods $(IKG_METHODS) --sample 50 --seed 0 --llm $(EVAL_LLM) --out $(IKG_OUT)/$$kb || exit 1; \
+	    --methods $(IKG_METHODS) --sample 50 --seed 0 --llm $(EVAL_LLM) --out $(IKG_OUT)/$$kb $(IKG_FLAGS) || exit 1; \
 	  $(PY) cli.py eval $(IKG_OUT)/$$kb || exit 1; \
 	done
 
