@@ -119,6 +119,7 @@ incomplete-kg: data/indexes/metaqa/manifest.json data/indexes/metaqa-half/manife
 HOTPOT_QUESTIONS ?= $(SHARED)/paper_questions/tog2/hotpotadv_dev.json
 HOTPOT_METHODS ?= rag,tog2
 HOTPOT_OUT ?= data/runs/hotpot/$(EVAL_LLM)
+HOTPOT_FLAGS ?=
 
 data/indexes/hotpot/manifest.json: | setup
 	$(PY) cli.py index --out data/indexes/hotpot --docs $(HOTPOT_QUESTIONS) --docs-format hotpot \
@@ -126,7 +127,7 @@ data/indexes/hotpot/manifest.json: | setup
 
 hotpot: data/indexes/hotpot/manifest.json  ## rag/tog2 on 50 AdvHotpotQA questions (ToG-2's set) over its paragraphs + the mentions KG
 	$(PY) cli.py batch --index data/indexes/hotpot --questions $(HOTPOT_QUESTIONS) --methods $(HOTPOT_METHODS) \
-	  --sample 50 --seed 0 --llm $(EVAL_LLM) --out $(HOTPOT_OUT)
+	  --sample 50 --seed 0 --llm $(EVAL_LLM) --out $(HOTPOT_OUT) $(HOTPOT_FLAGS)
 	$(PY) cli.py eval $(HOTPOT_OUT)
 
 eval-report: setup  ## score the runs of `make eval` again; writes $(EVAL_REPORT)
