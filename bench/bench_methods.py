@@ -55,6 +55,12 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "prompt_tokens": round(statistics.fmean(sum(x.get("prompt_tokens", 0) for x in c) for c in calls), 1),
         "completion_tokens": round(statistics.fmean(sum(x.get("completion_tokens", 0) for x in c) for c in calls), 1),
         "hits1": round(100 * statistics.fmean(bool((r.get("correct") or {}).get("hits1")) for r in records), 1),
+        # where the time goes: the model's seconds per stage, and the rest (search, embeddings, scoring)
+        "llm_s_by_stage": {stage: round(sum(x.get("seconds", 0.0) for c in calls for x in c
+                                            if x.get("stage") == stage) / len(records), 2)
+                           for stage in dict.fromkeys(x.get("stage") for c in calls for x in c)},
+        "other_s": round(statistics.fmean(r["seconds"] - sum(x.get("seconds", 0.0) for x in c)
+                                          for r, c in zip(records, calls, strict=True)), 2),
     }
 
 
@@ -123,7 +129,7 @@ def _markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines = [
         f"`tog` and `hydra` with {results['settings']['model']}, {results['settings']['questions_per_set']} "
-        f"questions per set, response cache off, one batch taking the methods in turn ({m['cpus']} CPUs, "
+        f"questions per set, response cache off, one process taking the methods in turn ({m['cpus']} CPUs, "
         f"llama.cpp threads: {m['llm_threads']}; 1-min load average at start {m['load_average_at_start']}). "
         f"Target: {results['target']}.",
         "",
@@ -137,6 +143,13 @@ def _markdown(results: dict[str, Any]) -> str:
                          f"| {s['completion_tokens']} | {s['hits1']} | {ratio} |")
     for name, why in results["skipped"].items():
         lines.append(f"| {name} | skipped: {why} | | | | | | |")
+    lines += ["", "Where the wall time goes (seconds per question: the model's, by stage; the rest is search, "
+              "embeddings and scoring):", ""]
+    for name, row in results["sets"].items():
+        for method, s in row["methods"].items():
+            if "llm_s_by_stage" in s:
+                stages = ", ".join(f"{k} {v}" for k, v in sorted(s["llm_s_by_stage"].items(), key=lambda kv: -kv[1]))
+                lines.append(f"- {name}, {method}: {stages}; other {s['other_s']}")
     return "\n".join(lines)
 
 
