@@ -20,7 +20,14 @@ from engine.access.documents import ChunkRecord, ParquetDocumentStore, SearchHit
 from engine.access.graph import Subgraph
 from engine.access.retrieval import DenseScorer
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.hydra_docs import entity_sentences, path_entities, top_sentences, web_sentences
+from engine.methods.hydra_docs import (
+    Sentence,
+    entity_sentences,
+    path_entities,
+    sentence_candidates,
+    top_sentences,
+    web_sentences,
+)
 from engine.methods.hydra_paths import (
     one_relation_per_edge,
     skyline_chain,
@@ -382,6 +389,21 @@ def test_no_linked_entity_starts_from_the_questions_best_passages(demo_index: Pa
         resolve_config("hydra", {"topic_search": -1})
 
 
+def test_doc_evidence_sentences_puts_the_windows_in_the_pool_without_a_call(demo_index: Path) -> None:
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], sources=("wiki",)),
+                      doc_evidence="sentences")
+    assert "doc_paths" not in stages(record)
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    assert "Norvale Motors: " in answer.messages[-1]["content"]  # "title: sentence", as retrieved
+    written = [p for p in record.paths if p.source != "kg"]
+    assert written and all(p.sentences[0] in p.sentences[1] for p in written)  # the path is the sentence
+    sentences = [Sentence("It was founded by Oskar Thelling in Norvale.", "c1", "Norvale Motors", "domain")]
+    (cand,) = sentence_candidates(sentences, ["Oskar Thelling", "Kestrel"], 300)
+    assert cand.entities == ("Norvale Motors", "Oskar Thelling") and cand.source == "wiki"
+    with pytest.raises(ValueError, match="doc_evidence"):
+        resolve_config("hydra", {"doc_evidence": "chunks"})
+
+
 def test_options_added_later_enter_the_hash_only_when_set() -> None:
     """Runs made before these options keep their config hash (and resume) at the defaults."""
     import hashlib
@@ -390,7 +412,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
     from engine.methods.registry import config_hash
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-             "web_collections", "topic_search")
+             "web_collections", "topic_search", "doc_evidence")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)

@@ -55,6 +55,7 @@ from engine.methods.hydra_docs import (
     Sentence,
     entity_sentences,
     knowledge_paths,
+    sentence_candidates,
     top_sentences,
     web_sentences,
 )
@@ -120,6 +121,7 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "web_k": 5,                       # web chunks the question search returns
     "web_search": "dense",            # dense | sparse (BM25)
     "web_collections": "web",         # web: the question search covers the `web` collection; all: every collection
+    "doc_evidence": "paths",          # paths: the model writes the windows as knowledge paths (paper); sentences: the windows
     "align_threshold": 0.8,           # predicted answers: cosine to a subgraph entity's name
     "max_align_nodes": 2000,          # subgraph entities embedded for that alignment
     "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
@@ -327,7 +329,10 @@ class _Hydra:
                 kept += top_sentences(self.scorer, indicator, fresh, k, chars)
         step["sentences"] = [s.chunk_id for s in kept]
         labels = [self.label(e) for e in entities]
-        cands = knowledge_paths(self.ctx.llm, self.record, kept, labels, indicator, self.config)
+        if self.config["doc_evidence"] == "sentences":
+            cands = sentence_candidates(kept, labels, chars)
+        else:
+            cands = knowledge_paths(self.ctx.llm, self.record, kept, labels, indicator, self.config)
         step["doc_paths"] = [c.text for c in cands]
         return cands
 
@@ -653,7 +658,7 @@ def _checks() -> tuple[Any, ...]:
                     "temperature_answer", low=0.0, high=2.0),
             one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
             one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
-            one_of("web_collections", ("web", "all")),
+            one_of("web_collections", ("web", "all")), one_of("doc_evidence", ("paths", "sentences")),
             one_of("group_scoring", ("group", "member")), one_of("beam", ("paths", "chains")),
             one_of("initial_depth", ("predicted", "max")), one_of("path_lengths", ("band", "up_to")),
             one_of("answer_choice", ("free", "paths")),
@@ -662,7 +667,7 @@ def _checks() -> tuple[Any, ...]:
 
 # added after the first runs: in the config hash only when set away from the default
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-          "web_collections", "topic_search")
+          "web_collections", "topic_search", "doc_evidence")
 HYDRA = MethodSpec(
     "hydra", run_hydra, HYDRA_DEFAULTS,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",

@@ -5,7 +5,8 @@ into sentence windows (`sentence_windows`). Web source: the `web` collection sea
 question (`search_web`, offline; `web_collections=all`: every collection), cut the same way. Each source's windows are ranked by the
 index's dense model against the skyline indicator (`DenseScorer`) and its top W_max kept; then
 one LLM call turns all kept windows into knowledge paths ("A - relation - B - relation - C"),
-each tied to its window's chunk id, which join the candidate pool.
+each tied to its window's chunk id, which join the candidate pool (`doc_evidence=sentences`:
+the windows themselves join it, without that call).
 """
 
 from __future__ import annotations
@@ -122,4 +123,19 @@ def knowledge_paths(llm: LLM, record: AnswerRecord, sentences: Sequence[Sentence
         names = path_entities(text)
         if text and names and text not in result:
             result[text] = Candidate(text, names, sentence.source, DocPath(sentence))
+    return list(result.values())
+
+
+def sentence_candidates(sentences: Sequence[Sentence], topic_labels: Sequence[str], max_chars: int) -> list[Candidate]:
+    """The windows themselves as candidates, no LLM call (`doc_evidence=sentences`): the text is
+    "title: sentence", the entities its document's title and the topic entities it names. For a
+    small model that loses most facts when it rewrites a sentence as a path."""
+    result: dict[str, Candidate] = {}
+    for s in sentences:
+        text = s.shown(max_chars)
+        lowered = text.lower()
+        names = tuple(dict.fromkeys([*([s.title] if s.title else []),
+                                     *(t for t in topic_labels if t and t.lower() in lowered)]))
+        if text not in result and names:
+            result[text] = Candidate(text, names, s.source, DocPath(s))
     return list(result.values())
