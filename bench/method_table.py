@@ -12,8 +12,8 @@ methods' records:
 
 Each folder is scored afresh (`engine.runs.evaluate`, nothing written into it). A method found
 in several folders of one set is taken from the first that has it; a method no folder has is
-left out of that set, and a folder that does not exist is listed under "not run" (so the table
-shows what is missing instead of failing). A method whose run is unfinished is listed there too,
+left out of that set's rows and listed under "not run", as is a folder that does not exist (so
+the table shows what is missing instead of failing). A method whose run is unfinished is listed there too,
 with its record count, not in the table.
 """
 
@@ -60,6 +60,9 @@ def method_rows(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
             for method, m in summary["methods"].items():
                 if m.get("records"):  # a method listed in run.json but never answered is not run
                     found.setdefault(method, (run, m))
+        absent = [m for m in spec["methods"] if m not in found]
+        if found and absent:  # the set was run, these methods were not
+            notes.append(f"{s['name']}: {', '.join(absent)} not run")
         for method in spec["methods"]:
             if method not in found:
                 continue

@@ -350,13 +350,13 @@ def test_method_table_joins_run_folders_per_set(runs: Path) -> None:
     calls; a folder not made is listed, not fatal; an unknown metric is refused with its set."""
     from bench.method_table import format_table, method_rows, read_spec
 
-    spec = {"title": "t", "methods": ["rag", "tog"],
+    spec = {"title": "t", "methods": ["rag", "tog", "tog2"],
             "sets": [{"name": "S1", "metric": "hits1", "runs": [str(runs / "runs" / "a"), str(runs / "runs" / "b")]},
                      {"name": "S2", "metric": "hits1", "runs": [str(runs / "runs" / "missing")]}]}
     rows, notes = method_rows(spec)
     assert [(r["set"], r["method"], r["accuracy"], r["llm_calls"]) for r in rows] == [
         ("S1", "rag", 0.25, 1.0), ("S1", "tog", 0.5, 1.0)]  # tog from runs/a, the first that has it
-    assert notes == [f"S2: {runs / 'runs' / 'missing'} not run"]
+    assert notes == ["S1: tog2 not run", f"S2: {runs / 'runs' / 'missing'} not run"]
     text = format_table(spec, rows, notes)
     assert "| S1 | tog | 50.0 | 1.0 |" in text and "Not run or unfinished:" in text
     bad = runs / "spec.json"
