@@ -52,16 +52,18 @@ def method_rows(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     notes: list[str] = []
     for s in spec["sets"]:
         found: dict[str, tuple[str, dict[str, Any]]] = {}
+        made = False
         for run in s["runs"]:
             if not (Path(run) / "run.json").exists():
                 notes.append(f"{s['name']}: {run} not run")
                 continue
+            made = True
             summary = evaluate_run(Path(run), write=False)
             for method, m in summary["methods"].items():
                 if m.get("records"):  # a method listed in run.json but never answered is not run
                     found.setdefault(method, (run, m))
         absent = [m for m in spec["methods"] if m not in found]
-        if found and absent:  # the set was run, these methods were not
+        if made and absent:  # a folder of the set exists, these methods have no records in it
             notes.append(f"{s['name']}: {', '.join(absent)} not run")
         for method in spec["methods"]:
             if method not in found:
