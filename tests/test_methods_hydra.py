@@ -385,6 +385,10 @@ def test_no_linked_entity_starts_from_the_questions_best_passages(demo_index: Pa
     assert "wiki" in record.extra["available_sources"]  # their reports are the way in
     off, _ = run(demo_index, unnamed, script([("Yes", "x")]), topic_search=0)  # linking only
     assert not off.topic_entities and off.extra["available_sources"] == [] and off.extra["phase"] == "fallback"
+    # no topic entity, but a question search over every collection: the web source alone
+    web, _ = run(demo_index, unnamed, script([("Yes", "x")], sources=("web",), doc_path="Kestrel - makes - battery cells"),
+                 topic_search=0, web_collections="all")
+    assert web.extra["available_sources"] == ["web"] and "doc_paths" in stages(web)
     with pytest.raises(ValueError, match="topic_search must be an integer >= 0"):
         resolve_config("hydra", {"topic_search": -1})
 
