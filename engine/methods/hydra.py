@@ -87,7 +87,7 @@ from engine.methods.spec import (
     one_of,
     positive_ints,
 )
-from engine.methods.topics import select_topic_entities, topic_entities_from_search
+from engine.methods.topics import linked_or_searched
 from engine.questions.answer_match import names as _names
 from engine.questions.answer_match import normalise_answer
 from engine.questions.record import AnswerRecord, AnswerSource, Question
@@ -560,9 +560,7 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
     run = _Hydra(question, ctx, config, method)
     d_max = int(config["d_max"])
     limit = int(config["max_topic_entities"])
-    run.topics = select_topic_entities(question, ctx, run.record, limit, run.name)
-    if not run.topics:  # nothing linked: the entities of the question's best passages (as in tog2)
-        run.topics = topic_entities_from_search(question, ctx, run.record, limit, int(config["topic_search"]), run.name)
+    run.topics = linked_or_searched(question, ctx, run.record, limit, int(config["topic_search"]), run.name)
     run.topic_labels = [run.label(t) for t in run.topics]
     available = run.available_sources()
     analysis = run.analyse(available)

@@ -2,11 +2,12 @@
 
 Wiki (and domain) source: the chunks of the topic entities' documents (`entity_chunks`), cut
 into sentence windows (`sentence_windows`). Web source: the `web` collection searched by the
-question (`search_web`, offline; `web_collections=all`: every collection), cut the same way. Each source's windows are ranked by the
-index's dense model against the skyline indicator (`DenseScorer`) and its top W_max kept; then
-one LLM call turns all kept windows into knowledge paths ("A - relation - B - relation - C"),
-each tied to its window's chunk id, which join the candidate pool (`doc_evidence=sentences`:
-the windows themselves join it, without that call).
+question (`search_web`, offline; `web_collections=all`: every collection), cut the same way.
+Each source's windows are ranked by the index's dense model against the skyline indicator
+(`DenseScorer`) and its top W_max kept; then one LLM call turns all kept windows into
+knowledge paths ("A - relation - B - relation - C"), each tied to its window's chunk id, which
+join the candidate pool (`doc_evidence=sentences`: the windows themselves join it, without
+that call).
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ from engine.methods.tog2_context import (
     shared_scorer,
 )
 from engine.methods.tog2_score import entity_scores, kept_relations, triple_sentence
-from engine.methods.topics import select_topic_entities, topic_entities_from_search
+from engine.methods.topics import linked_or_searched
 from engine.questions.record import AnswerRecord, AnswerSource, Question
 from index.entities import normalise
 
@@ -183,10 +183,8 @@ class _Run:
     # -- 1. initialisation ---------------------------------------------------------------------
     def topic_entities(self) -> list[str]:
         limit = int(self.config["max_topic_entities"])
-        found = select_topic_entities(self.question, self.ctx, self.record, limit, self.name)
-        if not found:
-            found = topic_entities_from_search(self.question, self.ctx, self.record, limit,
-                                               int(self.config["topic_search"]), self.name)
+        found = linked_or_searched(self.question, self.ctx, self.record, limit, int(self.config["topic_search"]),
+                                   self.name)
         if not found or not self.config["topic_prune"]:
             return found
         by_text = unique_texts(found, [self.label(e) for e in found])

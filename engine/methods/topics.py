@@ -77,3 +77,11 @@ def topic_entities_from_search(question: Question, ctx: Context, record: AnswerR
         if len(chosen) >= limit:
             break
     return chosen
+
+
+def linked_or_searched(question: Question, ctx: Context, record: AnswerRecord, limit: int, passages: int,
+                       label: Callable[[str], str]) -> list[str]:
+    """`select_topic_entities`, and when it links nothing, `topic_entities_from_search` over the
+    question's `passages` best passages (0: linking only)."""
+    return (select_topic_entities(question, ctx, record, limit, label)
+            or topic_entities_from_search(question, ctx, record, limit, passages, label))
