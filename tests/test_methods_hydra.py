@@ -416,9 +416,49 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
     from engine.methods.registry import config_hash
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-             "web_collections", "topic_search", "doc_evidence")
+             "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
     assert config_hash("hydra", base) == hashlib.sha256(blob.encode()).hexdigest()[:16]
     assert config_hash("hydra", {**base, "answer_choice": "paths"}) != config_hash("hydra", base)
+
+
+SUPPLIER_CEO = Question("demo-038", "Who is the chief executive of the company that supplies lithium-ion batteries "
+                        "to Norvale Motors?", ["Severin Oduya"])
+
+
+def test_doc_entities_reached_reads_the_documents_of_the_entities_on_the_chosen_paths(demo_index: Path) -> None:
+    """The KG knows who supplies Norvale Motors, only Kestrel's report knows its chief
+    executive: the paper's Wiki source (the topic entity's documents) cannot reach it; with
+    `doc_entities=reached` the refined phase reads the documents of the entities that the
+    chosen KG paths reach, and the report's window joins the pool. (Whether it then survives
+    pruning is for a real run to show: it has none of the topic entity's names, which the
+    relevance score's Jaccard term rewards.)"""
+    def reply() -> Callable[[ScriptedRequest], Any]:
+        """No at first; the refined skyline asks for the supplier's chief executive."""
+        base = script([("No", ""), ("Yes", "Severin Oduya")], prefer=("supplier of",),
+                      skyline="Norvale Motors - supplier of - company - chief executive - answer")
+
+        def answer(req: ScriptedRequest) -> Any:
+            if req.stage == "refine":
+                return {"question": "who leads the battery supplier of Norvale Motors",
+                        "skyline": "battery supplier of Norvale Motors - led by chief executive - answer"}
+            return base(req)
+        return answer
+
+    def kestrel_windows(record: AnswerRecord) -> list[str]:
+        refined = next(s for s in record.extra["trace"] if s["phase"] == "refined")
+        return [c for c in refined.get("sentences", []) if "kestrel" in c]
+
+    paper, _ = run(demo_index, SUPPLIER_CEO, reply(), doc_evidence="sentences")
+    assert "reached_docs" not in paper.extra["trace"][1] and not kestrel_windows(paper)
+    reached, _ = run(demo_index, SUPPLIER_CEO, reply(), doc_evidence="sentences", doc_entities="reached")
+    refined = reached.extra["trace"][1]
+    assert refined["phase"] == "refined" and "Kestrel Cell Works" in refined["reached_docs"]
+    assert "Norvale Motors" not in refined["reached_docs"] and len(refined["reached_docs"]) <= 10  # max_doc_entities
+    assert kestrel_windows(reached)
+    assert len(refined["sentences"]) == 2 * 3  # W_max of the topic entity's windows, W_max of the reached ones
+    assert any("Severin Oduya" in p for p in refined["doc_paths"])
+    with pytest.raises(ValueError, match="doc_entities"):
+        resolve_config("hydra", {"doc_entities": "all"})

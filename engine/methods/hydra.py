@@ -122,6 +122,9 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "web_search": "dense",            # dense | sparse (BM25)
     "web_collections": "web",         # web: the question search covers the `web` collection; all: every collection
     "doc_evidence": "paths",          # paths: the model writes the windows as knowledge paths (paper); sentences: the windows
+    "doc_entities": "topics",         # topics: Wiki = the topic entities' documents (paper); reached: in the refined
+                                      # and predicted phases also those of the entities on the chosen KG paths
+    "max_doc_entities": 10,           # doc_entities=reached: reached entities whose documents are read, at most
     "align_threshold": 0.8,           # predicted answers: cosine to a subgraph entity's name
     "max_align_nodes": 2000,          # subgraph entities embedded for that alignment
     "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
@@ -313,7 +316,7 @@ class _Hydra:
 
     # -- unstructured retrieval ---------------------------------------------------------------
     def doc_paths(self, sources: Sequence[str], entities: Sequence[str], query: str, indicator: str,
-                  step: dict[str, Any]) -> list[Candidate]:
+                  step: dict[str, Any], reached: Sequence[str] = ()) -> list[Candidate]:
         if self.docs is None or self.scorer is None:
             return []
         k, chars = int(self.config["w_max"]), int(self.config["max_sentence_chars"])
@@ -323,6 +326,12 @@ class _Hydra:
                 found = entity_sentences(self.docs, entities, int(self.config["window_sentences"]),
                                          int(self.config["max_chunks_per_entity"]))
                 kept += top_sentences(self.scorer, indicator, found, k, chars)
+                if reached:
+                    seen = {(s.chunk_id, s.text) for s in found}
+                    more = entity_sentences(self.docs, reached, int(self.config["window_sentences"]),
+                                            int(self.config["max_chunks_per_entity"]))
+                    kept += top_sentences(self.scorer, indicator, [s for s in more if (s.chunk_id, s.text) not in seen],
+                                          k, chars)
             if "web" in sources:
                 seen = {(s.chunk_id, s.text) for s in kept}  # web_collections=all can find them again
                 fresh = [s for s in self._web(query) if (s.chunk_id, s.text) not in seen]
@@ -337,12 +346,13 @@ class _Hydra:
         return cands
 
     def explore(self, step: dict[str, Any], sources: Sequence[str], topics: Sequence[str], indicator: str,
-                depth: int, doc_entities: Sequence[str], query: str, all_depths: bool = False) -> list[Candidate]:
+                depth: int, doc_entities: Sequence[str], query: str, all_depths: bool = False,
+                reached: Sequence[str] = ()) -> list[Candidate]:
         pool: list[Candidate] = []
         if "kg" in sources and topics:
             pool += self.kg_paths(topics, indicator, depth, step, all_depths)
         if any(s in sources for s in ("wiki", "web")):
-            pool += self.doc_paths(sources, doc_entities, query, indicator, step)
+            pool += self.doc_paths(sources, doc_entities, query, indicator, step, reached)
         return pool
 
     # -- pruning, selection, answer -----------------------------------------------------------
@@ -403,6 +413,30 @@ class _Hydra:
             result.enough = False
         step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
         return result
+
+    def later_sources(self, available: Sequence[str]) -> list[str]:
+        """The sources of the refined and predicted phases: every available one; with
+        `doc_entities: reached`, Wiki too whenever the index has documents (the entities the
+        KG paths reach may have documents where the topic entities have none)."""
+        if self.config["doc_entities"] == "reached" and self.docs is not None and "wiki" not in available:
+            return [s for s in SOURCES if s in available or s == "wiki"]
+        return list(available)
+
+    def reached_entities(self, topics: Sequence[str], attempts: Sequence[Attempt]) -> list[str]:
+        """With `doc_entities: reached`, the entities whose documents the Wiki source reads in a
+        later phase besides the topic entities': those on the KG paths chosen so far, nearest to
+        the topic entity first, the best path first at each distance (the hybrid KG -> document
+        step: a chain's middle or end may have in its document what the KG lacks about it).
+        Their windows get their own top W_max (the topic entities' windows would outrank them:
+        the indicator names the topic entity). Empty with `doc_entities: topics` (paper)."""
+        if self.config["doc_entities"] != "reached":
+            return []
+        groups = [cast("GroupedPath", c.payload) for a in attempts for c in a.selected if c.source == "kg"]
+        levels = max((len(g.sets) for g in groups), default=0)
+        near_first = [e for i in range(1, levels) for g in groups if i < len(g.sets) for e in g.sets[i]]
+        named = [e for e in dict.fromkeys(near_first)
+                 if e not in topics and not self.label(e).startswith("unnamed entity")]
+        return named[: int(self.config["max_doc_entities"])]
 
     def answer_names(self, selected: Sequence[Candidate]) -> list[str]:
         """With `answer_choice: paths` and only KG paths selected: the names the answer may be
@@ -586,18 +620,25 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
             return run.record
         # refined exploration: a follow-up question and indicator, every source, D_max
         q_new, i_new, new_topics = _refine(run, analysis, attempts[-1])
-        step = {"phase": "refined", "question": q_new, "indicator": i_new, "depth": d_max, "sources": available}
+        later = run.later_sources(available)
+        step = {"phase": "refined", "question": q_new, "indicator": i_new, "depth": d_max, "sources": later}
         run.trace.append(step)
-        pool = run.explore(step, available, ordered, i_new, d_max, new_topics, q_new, all_depths=up_to)
+        reached = run.reached_entities(new_topics, attempts)
+        if reached:
+            step["reached_docs"] = [run.name(e) for e in reached]
+        pool = run.explore(step, later, ordered, i_new, d_max, new_topics, q_new, all_depths=up_to, reached=reached)
         attempts.append(run.attempt("refined", pool, analysis, step))
         if attempts[-1].enough:
             run.finish(attempts[-1])
             return run.record
         # predicted exploration: the model's candidate answers as extra endpoints
         seen = [c for a in attempts for c in (a.selected or a.pool)]
-        step = {"phase": "predicted", "depth": d_max, "sources": available, "predictions": []}
+        step = {"phase": "predicted", "depth": d_max, "sources": later, "predictions": []}
         run.trace.append(step)
         pool = []
+        reached = run.reached_entities(run.topics, attempts)
+        if reached:
+            step["reached_docs"] = [run.name(e) for e in reached]
         for answer, indicator in _predict(run, seen):
             node, similarity = _align(run, answer) if "kg" in available else (None, 0.0)
             step["predictions"].append({"answer": answer, "indicator": indicator,
@@ -606,9 +647,9 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
             extra = [node] if node and node not in run.topics else []
             listed = skyline_order([*run.topics, *extra], [*run.topic_labels, *(run.label(n) for n in extra)],
                                    indicator)
-            kg_sources = available if extra else [s for s in available if s != "kg"]
+            kg_sources = later if extra else [s for s in later if s != "kg"]
             pool += run.explore(step, kg_sources, listed, indicator, d_max, [*run.topics, *extra], run.text,
-                                all_depths=True)
+                                all_depths=True, reached=reached)
         attempts.append(run.attempt("predicted", pool, analysis, step))
         if attempts[-1].enough:
             run.finish(attempts[-1])
@@ -647,7 +688,7 @@ def _checks() -> tuple[Any, ...]:
     return (non_negative_ints("topic_search"),
             positive_ints("w1", "w2", "w_max", "d_max", "max_topic_entities", "max_degree", "max_nodes",
                           "max_paths", "max_shown", "window_sentences", "max_chunks_per_entity",
-                          "max_sentence_chars", "web_k", "max_align_nodes", "analysis_max_tokens",
+                          "max_sentence_chars", "web_k", "max_doc_entities", "max_align_nodes", "analysis_max_tokens",
                           "doc_paths_max_tokens", "selection_max_tokens", "answer_max_tokens",
                           "refine_max_tokens", "predict_max_tokens", "trace_max_entities", "max_answer_names"),
             numbers("lambda_sem", "alpha_cross", "gamma", "align_threshold", low=0.0, high=1.0),
@@ -657,6 +698,7 @@ def _checks() -> tuple[Any, ...]:
             one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
             one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
             one_of("web_collections", ("web", "all")), one_of("doc_evidence", ("paths", "sentences")),
+            one_of("doc_entities", ("topics", "reached")),
             one_of("group_scoring", ("group", "member")), one_of("beam", ("paths", "chains")),
             one_of("initial_depth", ("predicted", "max")), one_of("path_lengths", ("band", "up_to")),
             one_of("answer_choice", ("free", "paths")),
@@ -665,7 +707,7 @@ def _checks() -> tuple[Any, ...]:
 
 # added after the first runs: in the config hash only when set away from the default
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-          "web_collections", "topic_search", "doc_evidence")
+          "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities")
 HYDRA = MethodSpec(
     "hydra", run_hydra, HYDRA_DEFAULTS,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",
