@@ -53,6 +53,9 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "wall_s": round(statistics.fmean(r["seconds"] for r in records), 2),
         "llm_calls": round(statistics.fmean(len(c) for c in calls), 2),
         "prompt_tokens": round(statistics.fmean(sum(x.get("prompt_tokens", 0) for x in c) for c in calls), 1),
+        # the prompt tokens the model evaluated: a stage's fixed prefix is loaded from its saved state
+        "evaluated_prompt_tokens": round(statistics.fmean(
+            sum(x.get("prompt_tokens", 0) - x.get("cached_tokens", 0) for x in c) for c in calls), 1),
         "completion_tokens": round(statistics.fmean(sum(x.get("completion_tokens", 0) for x in c) for c in calls), 1),
         "hits1": round(100 * statistics.fmean(bool((r.get("correct") or {}).get("hits1")) for r in records), 1),
         # where the time goes: the model's seconds per stage, and the rest (search, embeddings, scoring)
@@ -133,16 +136,17 @@ def _markdown(results: dict[str, Any]) -> str:
         f"llama.cpp threads: {m['llm_threads']}; 1-min load average at start {m['load_average_at_start']}). "
         f"Target: {results['target']}.",
         "",
-        "| set | method | wall s/q | LLM calls/q | prompt tok/q | generated tok/q | Hits@1 (%) | hydra / tog wall |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| set | method | wall s/q | LLM calls/q | prompt tok/q | evaluated prompt tok/q | generated tok/q "
+        "| Hits@1 (%) | hydra / tog wall |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in results["sets"].items():
         for method, s in row["methods"].items():
             ratio = f"{row['hydra_over_tog']}x" if method == "hydra" else ""
             lines.append(f"| {name} | {method} | {s['wall_s']} | {s['llm_calls']} | {s['prompt_tokens']} "
-                         f"| {s['completion_tokens']} | {s['hits1']} | {ratio} |")
+                         f"| {s.get('evaluated_prompt_tokens', '–')} | {s['completion_tokens']} | {s['hits1']} | {ratio} |")
     for name, why in results["skipped"].items():
-        lines.append(f"| {name} | skipped: {why} | | | | | | |")
+        lines.append(f"| {name} | skipped: {why} | | | | | | | |")
     lines += ["", "Where the wall time goes (seconds per question: the model's, by stage; the rest is search, "
               "embeddings and scoring):", ""]
     for name, row in results["sets"].items():
