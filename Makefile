@@ -61,11 +61,12 @@ index: setup  ## build the index that $(INDEX_CONFIG) describes (default: the de
 	$(PY) cli.py index --config $(INDEX_CONFIG) --out $(INDEX)
 
 DEMO_METHODS ?= tog
+DEMO_FLAGS ?=                # more batch flags, e.g. --set hydra.doc_entities=reached
 
 demo: index  ## build the demo index, answer the demo questions with tog, print the scores
 	$(PY) cli.py kg stats --index $(INDEX)
 	$(PY) cli.py docs stats --index $(INDEX)
-	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) $(if $(DEMO_LLM),--llm $(DEMO_LLM)) --out $(DEMO_OUT)
+	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) $(if $(DEMO_LLM),--llm $(DEMO_LLM)) --out $(DEMO_OUT) $(DEMO_FLAGS)
 	$(PY) cli.py eval $(DEMO_OUT)
 
 # ---- paper-style evaluation (README tables): 50 sampled questions (seed 0) per dataset ------
