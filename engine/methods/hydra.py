@@ -323,15 +323,14 @@ class _Hydra:
         kept: list[Sentence] = []
         with timed(self.record, "doc_retrieval"):
             if "wiki" in sources:
-                found = entity_sentences(self.docs, entities, int(self.config["window_sentences"]),
-                                         int(self.config["max_chunks_per_entity"]))
+                window, max_chunks = int(self.config["window_sentences"]), int(self.config["max_chunks_per_entity"])
+                found = entity_sentences(self.docs, entities, window, max_chunks)
                 kept += top_sentences(self.scorer, indicator, found, k, chars)
-                if reached:
+                if reached:  # their own top W_max, without the windows just ranked
                     seen = {(s.chunk_id, s.text) for s in found}
-                    more = entity_sentences(self.docs, reached, int(self.config["window_sentences"]),
-                                            int(self.config["max_chunks_per_entity"]))
-                    kept += top_sentences(self.scorer, indicator, [s for s in more if (s.chunk_id, s.text) not in seen],
-                                          k, chars)
+                    more = [s for s in entity_sentences(self.docs, reached, window, max_chunks)
+                            if (s.chunk_id, s.text) not in seen]
+                    kept += top_sentences(self.scorer, indicator, more, k, chars)
             if "web" in sources:
                 seen = {(s.chunk_id, s.text) for s in kept}  # web_collections=all can find them again
                 fresh = [s for s in self._web(query) if (s.chunk_id, s.text) not in seen]
@@ -422,7 +421,8 @@ class _Hydra:
             return [s for s in SOURCES if s in available or s == "wiki"]
         return list(available)
 
-    def reached_entities(self, topics: Sequence[str], attempts: Sequence[Attempt]) -> list[str]:
+    def reached_entities(self, topics: Sequence[str], attempts: Sequence[Attempt],
+                         step: dict[str, Any]) -> list[str]:
         """With `doc_entities: reached`, the entities whose documents the Wiki source reads in a
         later phase besides the topic entities': those on the KG paths chosen so far, nearest to
         the topic entity first, the best path first at each distance (the hybrid KG -> document
@@ -436,7 +436,10 @@ class _Hydra:
         near_first = [e for i in range(1, levels) for g in groups if i < len(g.sets) for e in g.sets[i]]
         named = [e for e in dict.fromkeys(near_first)
                  if e not in topics and not self.label(e).startswith("unnamed entity")]
-        return named[: int(self.config["max_doc_entities"])]
+        reached = named[: int(self.config["max_doc_entities"])]
+        if reached:
+            step["reached_docs"] = [self.name(e) for e in reached]
+        return reached
 
     def answer_names(self, selected: Sequence[Candidate]) -> list[str]:
         """With `answer_choice: paths` and only KG paths selected: the names the answer may be
@@ -623,9 +626,7 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
         later = run.later_sources(available)
         step = {"phase": "refined", "question": q_new, "indicator": i_new, "depth": d_max, "sources": later}
         run.trace.append(step)
-        reached = run.reached_entities(new_topics, attempts)
-        if reached:
-            step["reached_docs"] = [run.name(e) for e in reached]
+        reached = run.reached_entities(new_topics, attempts, step)
         pool = run.explore(step, later, ordered, i_new, d_max, new_topics, q_new, all_depths=up_to, reached=reached)
         attempts.append(run.attempt("refined", pool, analysis, step))
         if attempts[-1].enough:
@@ -636,9 +637,7 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
         step = {"phase": "predicted", "depth": d_max, "sources": later, "predictions": []}
         run.trace.append(step)
         pool = []
-        reached = run.reached_entities(run.topics, attempts)
-        if reached:
-            step["reached_docs"] = [run.name(e) for e in reached]
+        reached = run.reached_entities(run.topics, attempts, step)
         for answer, indicator in _predict(run, seen):
             node, similarity = _align(run, answer) if "kg" in available else (None, 0.0)
             step["predictions"].append({"answer": answer, "indicator": indicator,
