@@ -777,7 +777,13 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
 @click.option("--sample", type=click.IntRange(1), default=None, help="A seeded random sample of N questions (kept in file order).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
-              help="Worker processes, each with its own model; the parent writes the records.")
+              help="Worker processes (with --ray: Ray actors), each with its own model; the parent writes the records.")
+@click.option("--shard", default=None, metavar="K/N",
+              help="Only shard K of N (1 <= K <= N) of the selected questions, by a stable hash of their ids: run "
+              "the N shards anywhere, each with its own --out, then `eval` their folders as one run.")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Answer with --workers Ray actors: `local` (a fresh cluster on this machine), `auto`, "
+              "ray://HOST:PORT or HOST:PORT. Needs `pip install ray`.")
 @_set_option
 @click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
 @click.option("--retry-errors", is_flag=True, help="Drop records that ended in an error and answer those questions again.")
@@ -788,9 +794,9 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
 @_kg_endpoint_option
 @_plugin_option
 def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | None, fmt: str,
-              limit: int | None, sample: int | None, seed: int, workers: int, settings: tuple[str, ...],
-              no_cache: bool, retry_errors: bool, force_config: bool, restart: bool, kg_endpoint: str | None,
-              plugins: tuple[str, ...]) -> None:
+              limit: int | None, sample: int | None, seed: int, workers: int, shard: str | None,
+              ray_address: str | None, settings: tuple[str, ...], no_cache: bool, retry_errors: bool,
+              force_config: bool, restart: bool, kg_endpoint: str | None, plugins: tuple[str, ...]) -> None:
     """Answer every question of a file with each method; resumable at any moment.
 
     Each record is appended and synced as soon as it exists, so a killed run (even kill -9)
@@ -802,6 +808,9 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
       python cli.py batch --index data/indexes/metaqa --methods io,tog \\
           --questions ../shared/data/metaqa/questions/2-hop/qa_dev.txt --sample 200 --out data/runs/m2
       python cli.py eval data/runs/m2
+      python cli.py batch ... --shard 2/4 --out data/runs/m2/shard-2   # one of 4 jobs anywhere
+      python cli.py eval data/runs/m2                                   # the 4 shard folders as one run
+      python cli.py batch ... --ray local --workers 2 --out data/runs/m2r
     """
     import sys
 
@@ -812,18 +821,19 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
         llm=llm, fmt=fmt, limit=limit, sample=sample, seed=seed, workers=workers, settings=list(settings),
         cache=not no_cache, force_config=force_config, restart=restart, retry_errors=retry_errors,
         command=list(sys.argv),
-        kg_endpoint=kg_endpoint, plugins=list(plugins),
+        kg_endpoint=kg_endpoint, plugins=list(plugins), shard=shard, ray=ray_address,
     )
     try:
         report = run_guarded(run_batch, options)
     except KeyboardInterrupt:
         fail(f"interrupted; rerun the same command to resume {out}")
     per_method = ", ".join(f"{m} {v['ran']} ({v['errors']} errors)" for m, v in report.per_method.items())
-    click.echo(f"{out}: {report.questions} questions x {len(report.methods)} methods: {report.ran} answered now "
+    shard_text = f" (shard {shard})" if shard else ""
+    click.echo(f"{out}{shard_text}: {report.questions} questions x {len(report.methods)} methods: {report.ran} answered now "
                f"({per_method}), {report.already_done} already done, in {report.seconds:.1f}s")
     if report.requeued:
         click.echo(f"  {report.requeued} questions answered again after their worker died")
-    click.echo(f"  score it: python cli.py eval {out}")
+    click.echo(f"  score it: python cli.py eval {out.parent if shard else out}")
 
 
 @main.command("eval")

@@ -27,6 +27,13 @@ worker holds. A worker that dies (kill -9, a crash in native code) is replaced a
 is answered again; a question that kills two workers gets an error record (`--retry-errors`
 tries it again). Workers exit when the parent dies.
 
+`shard` ("K/N") answers only the questions whose id hashes to shard K of N (`take_shard`: a
+stable blake2b partition, taken after --sample/--limit), so N jobs anywhere (a Slurm array,
+Kubernetes jobs) each fill their own folder, and `eval` scores the folders as one run
+(`engine/runs/shards.py`). run.json records the shard; a folder never changes shard.
+`ray` (an address) hands the questions to Ray actors instead of local processes
+(`engine/runs/ray_runner.py`); the driver stays the only writer, with the same guarantees.
+
 Methods come from the registry (`engine/methods/registry.py`); `plugins` names modules that
 register more (imported in the parent and in every worker). Each question is answered by
 `engine.runs.answer.answer_question`, the one place where question-level errors are caught.
@@ -54,23 +61,18 @@ from pathlib import Path
 from typing import Any
 
 from engine.methods import registry
-from engine.methods.common import new_record
-from engine.methods.context import Context
 from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question
-from engine.runs.answer import FATAL_ERRORS, answer_question, stamp_gold
+from engine.runs.answer import FATAL_ERRORS
 from engine.runs.context import open_context
+from engine.runs.handout import BatchError, DeathRule, Sink, answer_one
 from engine.runs.transcripts import CALLS_DIR, TranscriptWriter
 from index.build import pid_alive
-from ingest.errors import IndexError_, InputError, LocalkgError, ModelError
+from ingest.errors import IndexError_, InputError, ModelError
 from ingest.progress import console
 
 RUN_FILE = "run.json"
 LOCK_FILE = ".batch.lock"
-
-
-class BatchError(LocalkgError):
-    """A batch that cannot start or go on (config mismatch, a busy run folder, dead workers)."""
 
 
 # ---- options and results -------------------------------------------------------------------
@@ -98,6 +100,8 @@ class BatchOptions:
     command: list[str] | None = None
     kg_endpoint: str | None = None  # a SPARQL endpoint serving the KG instead of the index's store
     plugins: list[str] = field(default_factory=list)  # modules that register more methods
+    shard: str | ShardSpec | None = None  # "K/N": only the questions of shard K of N
+    ray: str | None = None  # a Ray cluster's address (or "local"): its actors answer, see ray_runner
 
 
 @dataclass
@@ -161,6 +165,51 @@ def select_questions(questions: list[Question], *, limit: int | None = None, sam
     if limit is not None:
         chosen = chosen[:limit]
     return chosen
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """Shard `index` of `count` (1-based, as `--shard K/N` writes it)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str | ShardSpec) -> ShardSpec:
+    """`K/N` (1 <= K <= N) as a ShardSpec; anything else is an InputError saying what is wrong."""
+    if isinstance(text, ShardSpec):
+        text = str(text)
+    parts = text.strip().split("/")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise InputError(f"--shard {text!r}: expected K/N with whole numbers, e.g. 2/8 (shard 2 of 8)")
+    index, count = int(parts[0]), int(parts[1])
+    if count < 1 or not 1 <= index <= count:
+        raise InputError(f"--shard {text}: K must be between 1 and N (shards are numbered 1..{max(count, 1)})")
+    return ShardSpec(index, count)
+
+
+def shard_of(question_id: str, count: int) -> int:
+    """The shard (1..count) a question id belongs to: blake2b of the id, so every machine, Python
+    version and run computes the same partition (Python's `hash` is salted per process)."""
+    digest = hashlib.blake2b(str(question_id).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count + 1
+
+
+def take_shard(questions: list[Question], shard: ShardSpec | None) -> list[Question]:
+    """The questions of `shard` (all of them for None), in their order. Applied after --sample
+    and --limit, so the N shards together are exactly the unsharded selection."""
+    if shard is None:
+        return list(questions)
+    return [q for q in questions if shard_of(q.id, shard.count) == shard.index]
+
+
+def selection_digest(ids: list[str]) -> str:
+    """A fingerprint of a whole (unsharded) selection, recorded by every shard so that `eval`
+    can tell shards of one run from shards of another."""
+    return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()
 
 
 # ---- record files --------------------------------------------------------------------------
@@ -417,11 +466,6 @@ def _run_lock(out: Path) -> Iterator[None]:
 # ---- answering -----------------------------------------------------------------------------
 
 
-def answer_one(method: str, question: Question, ctx: Context, config: dict[str, Any]) -> dict[str, Any]:
-    """One record as a dict (question-level failures are in it; fatal errors raise)."""
-    return answer_question(method, question, ctx, config).to_dict()
-
-
 def _die_with_parent() -> None:
     """Linux: have the kernel end this worker when the parent dies (kill -9 included), so a
     resumed run never races a worker still busy with a long question. Elsewhere the worker
@@ -460,9 +504,6 @@ def _worker(plugins: list[str], index: str, llm: str | None, cache: bool, config
         results.put(("fatal", type(exc).__name__, f"worker failed: {type(exc).__name__}: {exc}"))
 
 
-Sink = Callable[[str, dict[str, Any]], None]
-
-
 def _run_serial(options: BatchOptions, configs: dict[str, dict[str, Any]],
                 pending: list[tuple[str, Question]], sink: Sink) -> None:
     ctx = open_context(options.index, options.llm, cache=options.cache, kg_endpoint=options.kg_endpoint)
@@ -471,17 +512,6 @@ def _run_serial(options: BatchOptions, configs: dict[str, dict[str, Any]],
             sink(method, answer_one(method, question, ctx, configs[method]))
     finally:
         ctx.close()
-
-
-def died_record(method: str, question: Question, config: dict[str, Any], codes: list[int | None]) -> dict[str, Any]:
-    """The error record of a question whose worker died twice while answering it (so that the
-    run ends; `--retry-errors` tries it again)."""
-    record = new_record(question, method)
-    record.error = (f"WorkerDied: the worker process died while answering this question, twice "
-                    f"(exit codes {', '.join(str(c) for c in codes)})")
-    record.config_hash = registry.config_hash(method, config)
-    record.extra["config"] = config
-    return stamp_gold(record, question).to_dict()
 
 
 @dataclass
@@ -505,10 +535,8 @@ def _run_parallel(options: BatchOptions, configs: dict[str, dict[str, Any]],
     results = context.Queue()
     todo = deque(range(len(pending)))
     done: set[int] = set()
-    deaths: dict[int, list[int | None]] = {}  # position -> exit codes of the workers that died on it
+    rule = DeathRule(pending, configs, options.workers)
     slots: dict[int, _Slot] = {}
-    idle_deaths: list[int | None] = []
-    requeued = 0
 
     def start(slot: int) -> None:
         inbox = context.Queue()
@@ -541,29 +569,17 @@ def _run_parallel(options: BatchOptions, configs: dict[str, dict[str, Any]],
             assign(slot)
 
     def bury(slot: int) -> None:
-        nonlocal requeued
         holder = slots.pop(slot)
         code = holder.process.exitcode
         position = holder.position
         if holder.retired:
             pass  # it was told to stop
         elif position is None or position in done:
-            idle_deaths.append(code)
-            if len(idle_deaths) > options.workers:
-                raise BatchError(f"workers keep dying before they answer anything (exit codes "
-                                 f"{', '.join(str(c) for c in idle_deaths)}); rerun to resume")
+            rule.died_idle(code)
+        elif rule.died_holding(position, code, sink):
+            todo.appendleft(position)
         else:
-            method, question = pending[position]
-            deaths.setdefault(position, []).append(code)
-            if len(deaths[position]) >= 2:
-                console.print(f"[red]{method} {question.id}[/]: a worker died on it twice; recorded as an error")
-                done.add(position)
-                sink(method, died_record(method, question, configs[method], deaths[position]))
-            else:
-                console.print(f"[yellow]{method} {question.id}[/]: its worker died (exit code {code}); "
-                              "answering it again")
-                todo.appendleft(position)
-                requeued += 1
+            done.add(position)  # recorded as an error
         if len(done) < len(pending) and (todo or not slots):
             start(slot)
             assign(slot)
@@ -599,7 +615,7 @@ def _run_parallel(options: BatchOptions, configs: dict[str, dict[str, Any]],
         for holder in slots.values():
             holder.inbox.cancel_join_thread()
         results.cancel_join_thread()
-    return requeued
+    return rule.requeued
 
 
 # ---- the batch -----------------------------------------------------------------------------
@@ -618,12 +634,15 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
         raise InputError("no methods given")
     if options.workers < 1:
         raise InputError("--workers must be at least 1")
+    shard = parse_shard(options.shard) if options.shard is not None else None
     configs = method_configs(methods, options.settings)
     fmt = detect_format(options.questions) if options.fmt == "auto" else options.fmt
     selected = select_questions(read_questions(options.questions, fmt), limit=options.limit,
                                 sample=options.sample, seed=options.seed)
     if not selected:
         raise InputError(f"{options.questions}: no questions selected")
+    whole = [q.id for q in selected]
+    selected = take_shard(selected, shard)  # a shard may be empty: it then completes at once
     manifest = read_manifest(IndexPaths(options.index))
     identity = {
         "questions": {
@@ -638,6 +657,8 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
                   "kg_endpoint": options.kg_endpoint},
         "model": {"llm": options.llm, "fingerprint": model_fingerprint(options.llm)},
         "methods": {m: {"config": configs[m], "config_hash": registry.config_hash(m, configs[m]), "file": f"{m}.jsonl"} for m in methods},
+        "shard": None if shard is None else {"index": shard.index, "count": shard.count, "selected": len(whole),
+                                             "selection_sha256": selection_digest(whole)},
     }
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -690,6 +711,22 @@ def _restart_if_changed(options: BatchOptions, identity: dict[str, Any], out: Pa
     return {**previous, "methods": methods, "history": history}, everything, backup
 
 
+def _shard_text(shard: dict[str, Any] | None) -> str:
+    return "an unsharded run" if not shard else f"shard {shard.get('index')}/{shard.get('count')} of a run"
+
+
+def _refuse_other_shard(out: Path, previous: dict[str, Any], shard: dict[str, Any] | None) -> None:
+    """A folder holds one shard (or the unsharded run) for good: its records are that shard's
+    questions, so another --shard there would mix runs; even --restart does not change it."""
+    before = previous.get("shard")
+    same = (before or {}).get("index") == (shard or {}).get("index") and \
+        (before or {}).get("count") == (shard or {}).get("count")
+    if not same:
+        asked = "no --shard" if not shard else f"--shard {shard['index']}/{shard['count']}"
+        raise BatchError(f"{out} holds {_shard_text(before)}, and this command asks for {asked}: give each "
+                         f"shard its own --out (e.g. {out.parent / 'shard-K-of-N'})")
+
+
 def _run_locked(options: BatchOptions, methods: list[str],
                 configs: dict[str, dict[str, Any]], selected: list[Question], identity: dict[str, Any],
                 out: Path, progress: Callable[..., Any]) -> BatchReport:
@@ -700,6 +737,7 @@ def _run_locked(options: BatchOptions, methods: list[str],
     if previous is not None and previous.get("status") == "running":
         previous = _mark_stale(out, previous)  # this process holds the lock: that writer is gone
     if previous is not None:
+        _refuse_other_shard(out, previous, identity["shard"])
         previous, restarted, backup = _restart_if_changed(options, identity, out, previous)
     history: list[dict[str, Any]] = list((previous or {}).get("history", []))
     all_methods = {**(previous or {}).get("methods", {}), **identity["methods"]}
@@ -712,7 +750,9 @@ def _run_locked(options: BatchOptions, methods: list[str],
         "writer": {"pid": os.getpid(), "host": socket.gethostname()},
         **{k: identity[k] for k in ("questions", "index", "model")},
         "methods": all_methods,
+        "shard": identity["shard"],
         "workers": options.workers,
+        "ray": options.ray,
         "versions": versions(),
         "history": history,
     }
@@ -743,7 +783,11 @@ def _run_locked(options: BatchOptions, methods: list[str],
                     counts["errors"] += 1
                 bar.advance(1, status=f"{counts['errors']} errors" if counts["errors"] else "")
 
-            if pending and options.workers > 1:
+            if pending and options.ray:
+                from engine.runs.ray_runner import run_on_ray
+
+                counts["requeued"] = run_on_ray(options, configs, pending, sink)
+            elif pending and options.workers > 1:
                 counts["requeued"] = _run_parallel(options, configs, pending, sink)
             elif pending:
                 _run_serial(options, configs, pending, sink)
