@@ -851,14 +851,20 @@ def eval_cmd(run_dirs: tuple[Path, ...], as_json: bool, metrics: tuple[str, ...]
     JSON). Several: per metric one table of methods x runs, side by side (e.g. two models or two
     settings). Missing, extra and duplicate records are reported.
 
+    A sharded run (`batch --shard K/N`) is one RUN: the folder holding its shard folders, or the
+    shard folders named one by one. Missing shards and questions are reported; folders of
+    different runs or a question recorded twice are refused.
+
     \b
     Examples:
       python cli.py eval data/runs/m2
       python cli.py eval data/runs/eval/metaqa-2-hop data/runs/eval-follow-back/metaqa-2-hop --metric hits1
+      python cli.py eval data/runs/m2-sharded        # holds shard-1 ... shard-N
     """
-    from engine.runs.evaluate import evaluate_runs, format_comparison, format_markdown
+    from engine.runs.evaluate import format_comparison, format_markdown
+    from engine.runs.shards import evaluate_paths
 
-    summaries = run_guarded(evaluate_runs, list(run_dirs))
+    summaries = run_guarded(evaluate_paths, list(run_dirs))
     if as_json:
         emit_json(summaries[0] if len(summaries) == 1 else {"runs": summaries})
     elif len(summaries) == 1:

@@ -392,6 +392,10 @@ def format_markdown(summary: dict[str, Any]) -> str:
     questions = summary.get("questions") or {}
     title = Path(questions["path"]).name if questions.get("path") else summary["run_dir"]
     lines = [f"### {title}: {questions.get('count', '?')} questions ({summary['run_dir']})", ""]
+    shards = summary.get("shards")
+    if shards:  # engine/runs/shards.py: several shard folders scored as one run
+        lines += [f"Shards {', '.join(map(str, shards['present']))} of {shards['count']} merged "
+                  f"({summary.get('status')}).", ""]
     header = ["method", "n", "missing", "errors", "abstained", "Hits@1", "EM(set)", "F1(set)", "EM(tok)", "F1(tok)",
               "paper EM", "LLM calls/q", "prompt tok/q", "compl. tok/q", "LLM s/q", "s/q", "path overlap",
               "KG / doc / both / LLM %"]
