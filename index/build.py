@@ -126,12 +126,16 @@ def build_index(
         report = BuildReport(root=out)
         kg_options = _resolve_options(KgOptions, kg_options, recorded_options.get("kg"), report.inherited)
         has_docs = _has_docs(kg_entries, doc_entries, kg_options)
-        doc_options = _doc_options(doc_options, recorded_options.get("docs"), has_docs, report.inherited)
+        recorded_docs_options = recorded_options.get("docs")
+        if recorded_docs_options and "embed_backend" not in recorded_docs_options:
+            # built before embedding backends existed: with torch, whatever the default is now
+            recorded_docs_options = {**recorded_docs_options, "embed_backend": "torch"}
+        doc_options = _doc_options(doc_options, recorded_docs_options, has_docs, report.inherited)
         if doc_options is not None:
             doc_options = _absolute_model(doc_options)
         _check_kg_from_docs(kg_entries, doc_options)
         wants_vectors = has_docs and doc_options is not None and doc_options.vectors
-        model_fp = _model_fingerprint(doc_options.embed_model) if wants_vectors else None
+        model_fp = _model_fingerprint(doc_options) if wants_vectors else None
         fingerprints = _stage_fingerprints(kg_entries, doc_entries, kg_options, doc_options, model_fp)
         old_stages = (old or {}).get("stages", {})
         to_run = [
@@ -241,11 +245,14 @@ def _absolute_model(doc_options: Any) -> Any:
     return replace(doc_options, embed_model=str(Path(model).expanduser().resolve()))
 
 
-def _model_fingerprint(model: str | None) -> str:
-    """The content fingerprint of the embedding model (ModelError when it cannot be found)."""
-    from index.embedder import model_fingerprint, resolve_model_path
+def _model_fingerprint(doc_options: Any) -> str:
+    """The fingerprint of the embedding model on its backend (ModelError when it cannot be found
+    or its server does not answer); torch's is the model folder's content fingerprint."""
+    from index.embedder import model_fingerprint, open_embedder, resolve_model_path
 
-    return model_fingerprint(resolve_model_path(model))
+    if doc_options.embed_backend == "torch":
+        return model_fingerprint(resolve_model_path(doc_options.embed_model))
+    return open_embedder(doc_options.embed_model, doc_options.embed_backend, doc_options.embed_server).fingerprint
 
 
 def _build_options(kg_options: KgOptions, doc_options: Any) -> dict[str, Any]:

@@ -97,7 +97,9 @@ class DocOptions:
 
     chunk_size: int = 1000  # characters
     chunk_overlap: int = 150
-    embed_model: str | None = None  # None: the packaged default (all-MiniLM-L6-v2)
+    embed_model: str | None = None  # None: the packaged default (all-MiniLM-L6-v2); with embed_server: the served name
+    embed_backend: str = "torch"  # torch | onnx | onnx-int8 | server (index/embedder.py)
+    embed_server: str | None = None  # an OpenAI-compatible /v1/embeddings base URL (backend server)
     faiss_kind: str = "auto"  # auto | flat | hnsw | ivfpq
     batch_size: int = 64  # texts per encode batch
     shard_size: int = 4096  # vectors per resumable shard
@@ -451,18 +453,19 @@ def build_vectors(
     shards in `cache_dir`, and only texts the previous build did not embed are embedded: their
     vectors come from `previous` (an earlier build's embeddings/; default: `paths.embeddings`).
     Returns {model, dim, model_fingerprint, ...} for the manifest."""
-    from index.embedder import SentenceTransformerEmbedder
+    from index.embedder import embedder_record, open_embedder, probe_vector
 
     if not paths.chunks.exists():
         raise InputError(f"{paths.root}: no chunks to embed (the documents stage has not run)")
-    embedder = SentenceTransformerEmbedder(options.embed_model, batch_size=options.batch_size)
+    embedder = open_embedder(options.embed_model, options.embed_backend, options.embed_server, options.batch_size)
     vectors_tmp, store_tmp = _fresh_dir(paths.vectors), _fresh_dir(paths.embeddings)
     meta: dict[str, Any] = {
         "model": embedder.name,
-        "model_path": str(embedder.path),
         "dim": embedder.dim,
         "model_fingerprint": embedder.fingerprint,
         "metric": "inner_product",
+        **embedder_record(embedder),
+        "probe": probe_vector(embedder),
     }
     count = pq.ParquetFile(paths.chunks).metadata.num_rows
     chunk_ids = pq.read_table(paths.chunks, columns=["chunk_id"]).column(0).to_pylist()
@@ -483,6 +486,7 @@ def build_vectors(
         os.replace(tmp, final)
     return {
         "model": meta["model"],
+        "backend": meta["backend"],
         "dim": meta["dim"],
         "model_fingerprint": meta["model_fingerprint"],
         "chunk_vectors": meta["chunks"]["count"],

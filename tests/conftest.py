@@ -23,6 +23,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     # Assembled model files are large: tests reuse the real cache unless told otherwise.
     real_models = Path(os.environ.get("LOCALKG_MODELS_DIR", Path.home() / ".cache" / "localkg" / "models"))
     monkeypatch.setenv("LOCALKG_MODELS_DIR", str(real_models))
+    # ONNX exports of the embedding model (`make setup` writes them) are reused the same way.
+    real_embed = Path(os.environ.get("LOCALKG_EMBED_DIR", Path.home() / ".cache" / "localkg" / "embed"))
+    monkeypatch.setenv("LOCALKG_EMBED_DIR", str(real_embed))
 
 
 @pytest.fixture(scope="session")

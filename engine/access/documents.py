@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from index.embedder import Embedder, SentenceTransformerEmbedder
+from index.embedder import PROBE_MIN_COSINE, Embedder, open_embedder, probe_cosine
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, ModelError
 
@@ -120,6 +120,9 @@ class ParquetDocumentStore:
         meta = self.vector_meta
         if meta is not None:
             result["embedding"] = {k: meta.get(k) for k in ("model", "dim", "model_fingerprint")}
+            result["embedding"]["backend"] = meta.get("backend") or "torch"
+            if meta.get("server"):
+                result["embedding"]["server"] = meta["server"]
             result["chunk_index"] = meta.get("chunks")
             result["entity_index"] = meta.get("entities")
         elif self.built_without_vectors:
@@ -158,14 +161,20 @@ class ParquetDocumentStore:
         which query-time scoring (`DenseScorer`) uses."""
         if self._embedder is None:
             if self.vector_meta is None and self.built_without_vectors:
-                model = self._build_options.get("embed_model")
-                self._embedder = SentenceTransformerEmbedder(model)
+                options = self._build_options
+                self._embedder = open_embedder(
+                    options.get("embed_model"), options.get("embed_backend") or "torch", options.get("embed_server")
+                )
                 return self._embedder
             meta = self._require_vectors()
-            try:
-                embedder = SentenceTransformerEmbedder(meta.get("model_path"))
-            except ModelError:
-                embedder = SentenceTransformerEmbedder(None)
+            backend = meta.get("backend") or "torch"  # vectors built before backends existed: torch
+            if backend == "server":
+                embedder = open_embedder(meta.get("model"), "server", meta.get("server"))
+            else:
+                try:
+                    embedder = open_embedder(meta.get("model_path"), backend)
+                except ModelError:  # the index moved to a machine where the model lies elsewhere
+                    embedder = open_embedder(None, backend)
             self._check_embedder(embedder)
             self._embedder = embedder
         return self._embedder
@@ -210,6 +219,11 @@ class ParquetDocumentStore:
                 f"(dim {meta['dim']}, fingerprint {meta['model_fingerprint']}), not with {embedder.name} "
                 f"(dim {embedder.dim}, fingerprint {embedder.fingerprint}); use the same --embed-model "
                 "or rebuild the index's vectors with this model"
+            )
+        if meta.get("probe") and (cosine := probe_cosine(embedder, meta["probe"])) < PROBE_MIN_COSINE:
+            raise IndexError_(
+                f"{self.paths.root}: {embedder.name} ({embedder.fingerprint}) does not embed like the model the index "
+                f"was built with (probe cosine {cosine:.3f} < {PROBE_MIN_COSINE}): the same name now serves another model"
             )
 
     @cached_property

@@ -44,9 +44,9 @@ def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True,
         packaged default when it has no documents."""
         if paths.vector_meta.exists() or docs_build_options(paths).get("vectors") is False:
             return open_docs().embedder
-        from index.embedder import SentenceTransformerEmbedder
+        from index.embedder import open_embedder
 
-        return SentenceTransformerEmbedder(None)
+        return open_embedder(None)
 
     def open_linker() -> EntityLinker:
         """Linking over the entity table (label vectors when the index has them)."""
