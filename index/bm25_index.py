@@ -1,5 +1,10 @@
 """BM25 over chunks (bm25s), persisted in `<index>/bm25/`. Row i of the index is row i of
-chunks.parquet; the collection filter is a weight mask over the collection's row range."""
+chunks.parquet; the collection filter is a weight mask over the collection's row range.
+
+bm25s holds the whole corpus in memory while it builds; `--sparse tantivy` (index/sparse_tantivy.py)
+writes the same `bm25/` folder on disk with bounded memory. `build_sparse` and `open_sparse` pick
+the engine.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,32 @@ import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ingest.errors import IndexError_
 
 _TOKENIZER_META = "tokenizer.json"
+SPARSE_ENGINES = ("bm25s", "tantivy")
+
+
+def build_sparse(engine: str, texts: Iterable[list[str]], out_dir: Path) -> int:
+    """Index the texts (batches, in chunk-row order) with `engine` into `out_dir`; returns the count."""
+    if engine == "tantivy":
+        from index.sparse_tantivy import build_tantivy
+
+        return build_tantivy(texts, out_dir)
+    if engine != "bm25s":
+        raise ValueError(f"sparse engine must be one of {', '.join(SPARSE_ENGINES)} (got {engine!r})")
+    return build_bm25(texts, out_dir)
+
+
+def open_sparse(directory: Path) -> Any:
+    """The sparse index in `directory` (an index's bm25/), whichever engine built it."""
+    from index.sparse_tantivy import TantivyIndex, is_tantivy_index
+
+    return TantivyIndex(directory) if is_tantivy_index(directory) else BM25Index(directory)
 
 
 def _tokenizer(vocab: dict[str, int] | None = None):  # type: ignore[no-untyped-def]

@@ -8,6 +8,13 @@ names), so that linking, `docs chunks` and the methods that look up an entity's 
 on a documents-only index too.
 `build_vectors`: embed chunks and entity labels (resumable shards) and write vectors/.
 
+Memory of the documents stage is bounded by a batch (CHUNK_ROW_GROUP chunk rows or
+STAGE_BUFFER_CHARS characters of text), except for the set of document ids already read (to
+reject duplicates: about 100 bytes per document with Wikipedia's short numeric ids) and the
+title-link cache (at most LINK_CACHE_SIZE titles). The chunk sort, the doc ids of each entity and
+the entity table made from documents are DuckDB queries over the staged Parquet files, which
+spill to disk beyond DUCKDB_MEMORY; `--sparse tantivy` builds the BM25 index on disk.
+
 Chunk rows are ordered by collection, then entity, so that a collection is one contiguous row
 range (filtered dense and sparse search) and DuckDB can skip row groups when looking up an
 entity's chunks.
@@ -15,10 +22,11 @@ entity's chunks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from index.bm25_index import build_bm25
+from index.bm25_index import SPARSE_ENGINES, build_sparse
 from index.chunking import ChunkSpan, chunk_spans
 from index.kg_stage import ENTITY_SCHEMA
 from index.paths import IndexPaths
@@ -54,6 +62,15 @@ COLLECTIONS = ("wiki", "web", "domain")
 CHUNK_ROW_GROUP = 8192
 # How many aliases per entity get their own row in the entity-label vector index.
 ALIASES_PER_ENTITY = 3
+# Characters of document text buffered before a row group is written (documents without chunks
+# fill no chunk row group).
+STAGE_BUFFER_CHARS = 32 << 20
+# Titles whose link is remembered (a repeated title is linked once); cleared when full.
+LINK_CACHE_SIZE = 100_000
+# DuckDB's memory for the chunk sort and the entity queries (it spills to disk beyond it);
+# LOCALKG_DUCKDB_MEMORY overrides (a DuckDB size such as 4GB).
+DUCKDB_MEMORY = "2GB"
+VECTOR_CHUNKS = ("all", "linked")
 
 CHUNK_SCHEMA = pa.schema(
     [
@@ -105,7 +122,11 @@ class DocOptions:
     shard_size: int = 4096  # vectors per resumable shard
     entity_vectors: bool = True  # also embed entity labels (label-similarity linking)
     docs_map: tuple[str, ...] = ()  # CSV files mapping document files to entities (ingest/docs_map.py)
-    vectors: bool = True  # False (--no-vectors): no vectors stage, chunks and BM25 only
+    vectors: bool = True  # False (--vectors none / --no-vectors): no vectors stage, chunks and BM25 only
+    # which chunks the vectors stage embeds: all, or linked (only chunks of documents linked to an
+    # entity: those ToG-2 and hydra read by entity); entity labels are embedded either way
+    vector_chunks: str = "all"
+    sparse: str = "bm25s"  # bm25s (in memory) | tantivy (on disk, for Wikipedia-sized corpora)
     kg_from_docs: str = "none"  # none | mentions | mentions-ignore-case (index/mentions_kg.py)
 
 
@@ -132,13 +153,14 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
         sources.append(DocSource(paths.dropped_docs, "jsonl", "wiki"))
     docs_map = DocsMap.read(Path(p) for p in options.docs_map)
     linker = TitleLinker.open(paths)
-    titles = TitleEntities() if linker.table is None else None  # no KG: entities from the documents
+    # no KG: entities from the documents
+    titles = TitleEntities(paths.root / ".title-entities-staging.parquet") if linker.table is None else None
     unknown: list[str] = []  # mapped entities the KG does not have, with the place of the mapping
     mapped = 0  # documents whose entity a --docs-map row or front matter gives
     staging = paths.root / ".chunks-staging.parquet"
     doc_tmp = paths.documents.with_name(paths.documents.name + ".tmp")
-    seen: set[str] = set()
-    with _StageWriter(doc_tmp, staging) as writer:
+    seen: set[str] = set()  # the one per-document state: duplicates are rejected as they come
+    with _StageWriter(doc_tmp, staging) as writer, titles or contextlib.nullcontext():
         for source in sources:
             for doc in _documents(source, rejects, docs_map):
                 if doc.id in seen:
@@ -160,23 +182,24 @@ def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOpt
     os.replace(doc_tmp, paths.documents)
     ranges = _write_sorted_chunks(staging, paths.chunks)
     staging.unlink()
-    _build_sparse(paths)
+    _build_sparse(paths, options.sparse)
+    title_entities = None
     if titles is not None:
-        titles.write(paths.entities, writer.doc_ids_of)
+        title_entities = titles.write(paths.entities, paths.documents)
     elif paths.entities.exists():
-        _write_doc_ids(paths.entities, writer.doc_ids_of)
+        _write_doc_ids(paths.entities, paths.documents)
     counts: dict[str, object] = {
         "documents": writer.counts["documents"],
         "chunks": writer.counts["chunks"],
         "linked_documents": writer.counts["linked_documents"],
-        "linked_entities": len(writer.doc_ids_of),
+        "linked_entities": _count_linked_entities(paths.documents),
         "collections": dict(writer.collections),
         "chunk_ranges": {name: list(r) for name, r in ranges.items()},
         "link_reasons": dict(writer.reasons),
         "doc_rejects": rejects.total,
     }
-    if titles is not None:
-        counts["title_entities"] = len(titles.rows)
+    if title_entities is not None:
+        counts["title_entities"] = title_entities
     if mapped:
         counts["mapped_documents"] = mapped
     return counts
@@ -207,10 +230,10 @@ class _StageWriter:
         self._chunks = pq.ParquetWriter(chunks, CHUNK_SCHEMA)
         self._doc_rows: list[dict[str, Any]] = []
         self._chunk_rows: list[dict[str, Any]] = []
+        self._buffered_chars = 0
         self.counts: Counter[str] = Counter()
         self.collections: Counter[str] = Counter()
         self.reasons: Counter[str] = Counter()
-        self.doc_ids_of: dict[str, list[str]] = defaultdict(list)
 
     def __enter__(self) -> _StageWriter:
         return self
@@ -236,10 +259,10 @@ class _StageWriter:
         self.collections[source.collection] += 1
         if entity is not None:
             self.counts["linked_documents"] += 1
-            self.doc_ids_of[entity].append(doc.id)
         if reason is not None:
             self.reasons[reason] += 1
-        if len(self._chunk_rows) >= CHUNK_ROW_GROUP:
+        self._buffered_chars += 2 * len(doc.text)  # the document's text and its chunks' texts
+        if len(self._chunk_rows) >= CHUNK_ROW_GROUP or self._buffered_chars >= STAGE_BUFFER_CHARS:
             self._flush()
 
     def _flush(self) -> None:
@@ -247,6 +270,7 @@ class _StageWriter:
             self._chunks.write_table(pa.Table.from_pylist(self._chunk_rows, CHUNK_SCHEMA))
             self._docs.write_table(pa.Table.from_pylist(self._doc_rows, DOC_SCHEMA))
             self._chunk_rows, self._doc_rows = [], []
+            self._buffered_chars = 0
 
 
 def _check_options(sources: list[DocSource], options: DocOptions) -> None:
@@ -257,6 +281,10 @@ def _check_options(sources: list[DocSource], options: DocOptions) -> None:
         )
     if options.faiss_kind not in FAISS_KINDS:
         raise InputError(f"--faiss must be one of {', '.join(FAISS_KINDS)} (got {options.faiss_kind!r})")
+    if options.vector_chunks not in VECTOR_CHUNKS:
+        raise InputError(f"--vectors must be one of none, {', '.join(VECTOR_CHUNKS)} (got {options.vector_chunks!r})")
+    if options.sparse not in SPARSE_ENGINES:
+        raise InputError(f"--sparse must be one of {', '.join(SPARSE_ENGINES)} (got {options.sparse!r})")
     for source in sources:
         if source.collection not in COLLECTIONS:
             raise InputError(f"{source.path}: collection must be one of {', '.join(COLLECTIONS)} (got {source.collection!r})")
@@ -274,10 +302,25 @@ class TitleEntities:
     titled document outside `web` links to the entity of its title (minted as a TSV KG would
     mint that name, so a KG added later names it the same), and a document that names an entity
     (JSONL `entity`, `--docs-map`, front matter) links to that one (an id as it is, a name
-    minted). AdvHotpotQA's distractors and untitled documents stay unlinked."""
+    minted). AdvHotpotQA's distractors and untitled documents stay unlinked.
 
-    def __init__(self) -> None:
-        self.rows: dict[str, str] = {}  # entity id -> label, in first-seen order
+    Each link is staged as an (entity, label) row in `staging` (in row groups, so memory stays
+    bounded); `write` keeps the first label of each entity, in first-seen order."""
+
+    _SCHEMA = pa.schema([("entity", pa.string()), ("label", pa.string())])
+
+    def __init__(self, staging: Path) -> None:
+        self._staging = staging
+        self._writer = pq.ParquetWriter(staging, self._SCHEMA)
+        self._entities: list[str] = []
+        self._labels: list[str] = []
+
+    def __enter__(self) -> TitleEntities:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._flush()
+        self._writer.close()
 
     def link(self, doc: Document, collection: str) -> tuple[str | None, str | None]:
         """(entity id, reason) with reason in given|title; (None, None) for no entity."""
@@ -285,30 +328,51 @@ class TitleEntities:
             given = doc.entity.strip()
             if _is_entity_id(given):
                 entity = expand_entity_id(given)
-                self.rows.setdefault(entity, doc.title.strip() or local_name(entity))
-            else:
-                entity = mint_entity(given)
-                self.rows.setdefault(entity, given)
-            return entity, "given"
+                return self._add(entity, doc.title.strip() or local_name(entity)), "given"
+            return self._add(mint_entity(given), given), "given"
         title = doc.title.strip()
         if not doc.linkable or not title or collection == "web":
             return None, None
-        entity = mint_entity(title)
-        self.rows.setdefault(entity, title)
-        return entity, "title"
+        return self._add(mint_entity(title), title), "title"
 
-    def write(self, entities: Path, doc_ids_of: dict[str, list[str]]) -> None:
-        """entities.parquet (KG columns, degree 0) with the `doc_ids` of each entity."""
-        ids = list(self.rows)
+    def _add(self, entity: str, label: str) -> str:
+        self._entities.append(entity)
+        self._labels.append(label)
+        if len(self._entities) >= CHUNK_ROW_GROUP:
+            self._flush()
+        return entity
+
+    def _flush(self) -> None:
+        if self._entities:
+            self._writer.write_table(pa.table({"entity": self._entities, "label": self._labels}, schema=self._SCHEMA))
+            self._entities, self._labels = [], []
+
+    def write(self, entities: Path, documents: Path) -> int:
+        """entities.parquet (KG columns, degree 0) with the `doc_ids` of each entity; returns
+        the number of entities. Removes the staging file."""
         schema = ENTITY_SCHEMA.append(pa.field("doc_ids", pa.list_(pa.string())))
-        table = pa.table({
-            "id": ids, "label": [self.rows[i] for i in ids], "aliases": [[] for _ in ids],
-            "description": [None] * len(ids), "degree": [0] * len(ids), "wikipedia_title": [None] * len(ids),
-            "doc_ids": [doc_ids_of.get(i, []) for i in ids],
-        }, schema=schema)
+        query = f"""
+            WITH firsts AS (
+                SELECT entity, arg_min(label, file_row_number) AS label, min(file_row_number) AS first
+                FROM read_parquet('{_sql_str(str(self._staging))}', file_row_number = true) GROUP BY entity
+            ), docs AS ({_DOC_IDS_QUERY.format(documents=_sql_str(str(documents)))})
+            SELECT f.entity, f.label, coalesce(d.doc_ids, []::VARCHAR[]) FROM firsts f
+            LEFT JOIN docs d ON d.entity = f.entity ORDER BY f.first
+        """
         tmp = entities.with_name(entities.name + ".tmp")
-        pq.write_table(table, tmp)
+        count = 0
+        with _duckdb(entities.parent) as con, pq.ParquetWriter(tmp, schema) as writer:
+            for batch in con.sql(query).to_arrow_reader(65536):
+                ids, labels, doc_ids = batch.columns
+                n = len(ids)
+                writer.write_table(pa.table({
+                    "id": ids.cast(pa.string()), "label": labels.cast(pa.string()), "aliases": [[] for _ in range(n)], "description": [None] * n,
+                    "degree": [0] * n, "wikipedia_title": [None] * n, "doc_ids": doc_ids.cast(pa.list_(pa.string())),
+                }, schema=schema))
+                count += n
         os.replace(tmp, entities)
+        self._staging.unlink(missing_ok=True)
+        return count
 
 
 def _is_entity_id(text: str) -> bool:
@@ -324,7 +388,7 @@ class TitleLinker:
     def __init__(self, table: Any | None) -> None:
         self.table = table
         self._sitelinks: dict[str, str] = {}
-        self._cache: dict[str, tuple[str | None, str | None]] = {}
+        self._cache: dict[str, tuple[str | None, str | None]] = {}  # at most LINK_CACHE_SIZE titles
         if table is not None:
             best: dict[str, tuple[int, str]] = {}
             for entity, title, degree in zip(table.ids, table.wikipedia_titles, table.degrees, strict=True):
@@ -351,6 +415,8 @@ class TitleLinker:
         if self.table is None or not doc.linkable or not doc.title.strip() or collection == "web":
             return None, None
         if doc.title not in self._cache:
+            if len(self._cache) >= LINK_CACHE_SIZE:
+                self._cache.clear()  # a corpus of distinct titles would otherwise keep them all
             self._cache[doc.title] = self._by_title(doc.title)
         return self._cache[doc.title]
 
@@ -380,14 +446,9 @@ def _wiki_title_key(title: str) -> str:
 
 def _write_sorted_chunks(staging: Path, out: Path) -> dict[str, tuple[int, int]]:
     """chunks.parquet ordered by collection, entity, document, chunk; with a `row` column."""
-    import duckdb
-
     order = ", ".join(f"'{c}'" for c in COLLECTIONS)
     tmp = out.with_name(out.name + ".tmp")
-    con = duckdb.connect()
-    try:
-        con.execute(f"SET temp_directory = '{_sql_str(str(staging.parent / '.duckdb-tmp'))}'")
-        con.execute("SET preserve_insertion_order = true")
+    with _duckdb(staging.parent) as con:
         query = f"""
             SELECT row_number() OVER (ORDER BY coalesce(list_position([{order}], collection), 99), collection,
                                       entity NULLS LAST, seq, start) - 1 AS row,
@@ -399,15 +460,43 @@ def _write_sorted_chunks(staging: Path, out: Path) -> dict[str, tuple[int, int]]
         ranges = con.execute(
             f"SELECT collection, min(row), max(row) + 1 FROM read_parquet('{_sql_str(str(tmp))}') GROUP BY collection"
         ).fetchall()
-    finally:
-        con.close()
-        shutil.rmtree(staging.parent / ".duckdb-tmp", ignore_errors=True)
     os.replace(tmp, out)
     return {name: (int(start), int(end)) for name, start, end in ranges}
 
 
 def _sql_str(text: str) -> str:
     return text.replace("'", "''")
+
+
+@contextlib.contextmanager
+def _duckdb(work_dir: Path) -> Iterator[Any]:
+    """A DuckDB connection that spills to `work_dir`/.duckdb-tmp beyond DUCKDB_MEMORY (or
+    LOCALKG_DUCKDB_MEMORY), removed afterwards."""
+    import duckdb
+
+    spill = work_dir / ".duckdb-tmp"
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET temp_directory = '{_sql_str(str(spill))}'")
+        con.execute(f"SET memory_limit = '{_sql_str(os.environ.get('LOCALKG_DUCKDB_MEMORY', DUCKDB_MEMORY))}'")
+        con.execute("SET preserve_insertion_order = true")
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+# The doc ids of each linked entity, in document order, from documents.parquet ({documents}).
+_DOC_IDS_QUERY = """
+    SELECT entity, list(doc_id ORDER BY file_row_number) AS doc_ids
+    FROM read_parquet('{documents}', file_row_number = true) WHERE entity IS NOT NULL GROUP BY entity
+"""
+
+
+def _count_linked_entities(documents: Path) -> int:
+    with _duckdb(documents.parent) as con:
+        query = f"SELECT count(DISTINCT entity) FROM read_parquet('{_sql_str(str(documents))}')"
+        return int(con.execute(query).fetchone()[0])
 
 
 def chunk_texts(chunks: Path, batch_rows: int = 8192) -> Iterator[list[str]]:
@@ -417,28 +506,47 @@ def chunk_texts(chunks: Path, batch_rows: int = 8192) -> Iterator[list[str]]:
         yield [embed_text(t, x) for t, x in zip(titles, texts, strict=True)]
 
 
-def _build_sparse(paths: IndexPaths) -> None:
-    build_bm25(chunk_texts(paths.chunks), paths.bm25)
+def _build_sparse(paths: IndexPaths, engine: str) -> None:
+    build_sparse(engine, chunk_texts(paths.chunks), paths.bm25)
 
 
-def _write_doc_ids(entities: Path, doc_ids_of: dict[str, list[str]]) -> None:
+def _write_doc_ids(entities: Path, documents: Path) -> None:
     """Rewrite entities.parquet with a `doc_ids` column (temp file + rename: the old file may be
-    hard-linked into the live index and must not change)."""
+    hard-linked into the live index and must not change). The doc ids come from a DuckDB query
+    ordered by entity row, merged with the entity rows as both stream."""
     source = pq.ParquetFile(entities)
     schema = source.schema_arrow
     if "doc_ids" in schema.names:
         schema = schema.remove(schema.get_field_index("doc_ids"))
     schema = schema.append(pa.field("doc_ids", pa.list_(pa.string())))
     tmp = entities.with_name(entities.name + ".tmp")
-    with pq.ParquetWriter(tmp, schema) as writer:
+    query = f"""
+        WITH docs AS ({_DOC_IDS_QUERY.format(documents=_sql_str(str(documents)))})
+        SELECT e.file_row_number, d.doc_ids FROM read_parquet('{_sql_str(str(entities))}', file_row_number = true) e
+        JOIN docs d ON d.entity = e.id ORDER BY e.file_row_number
+    """
+    with _duckdb(entities.parent) as con, pq.ParquetWriter(tmp, schema) as writer:
+        linked = _rows_and_values(con.sql(query).to_arrow_reader(65536))
+        pending = next(linked, None)
+        first = 0
         for batch in source.iter_batches(batch_size=65536):
             table = pa.Table.from_batches([batch])
             if "doc_ids" in table.column_names:
                 table = table.drop_columns(["doc_ids"])
-            ids = table.column("id").to_pylist()
-            table = table.append_column("doc_ids", pa.array([doc_ids_of.get(i, []) for i in ids], pa.list_(pa.string())))
+            doc_ids: list[list[str]] = [[] for _ in range(table.num_rows)]
+            while pending is not None and pending[0] < first + table.num_rows:
+                doc_ids[pending[0] - first] = pending[1]
+                pending = next(linked, None)
+            first += table.num_rows
+            table = table.append_column("doc_ids", pa.array(doc_ids, pa.list_(pa.string())))
             writer.write_table(table.cast(schema))
     os.replace(tmp, entities)
+
+
+def _rows_and_values(reader: Any) -> Iterator[tuple[int, Any]]:
+    """(row, value) pairs of a two-column Arrow record batch reader."""
+    for batch in reader:
+        yield from zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
 
 
 # ------------------------------------------------------------------------------------------
