@@ -199,6 +199,12 @@ def test_sharded_runs_merged_by_eval_equal_the_unsharded_run(plugin: Path, pq_in
     assert result.exit_code == 0, result.output
     assert "Shards 1, 2, 3 of 3 merged (complete)" in result.output and "| half-right | 30 | 0 |" in result.output
 
+    # A look at two of the three shards reports the third missing, and leaves the parent's eval.json alone.
+    partial = evaluate_paths([tmp_path / "sharded" / "shard-1", tmp_path / "sharded" / "shard-3"])[0]
+    assert partial["status"] == "incomplete" and partial["shards"]["missing"] == [2]
+    assert partial["methods"]["half-right"]["missing"] == sum(1 for i in by_shard if shard_of(i, 3) == 2) > 0
+    assert json.loads((tmp_path / "sharded" / "eval.json").read_text())["status"] == "complete"
+
 
 def test_a_folder_keeps_its_shard(plugin: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "shard-1"

@@ -152,7 +152,8 @@ def _merged_records(shards: list[Shard], method: str) -> tuple[list[dict[str, An
 
 def evaluate_shards(folders: list[Path], *, label: Path | None = None, write: bool = True) -> dict[str, Any]:
     """Score shard folders of one run as one run. `label`: the folder named in the report and
-    where eval.json goes (default: the shards' common parent; nothing is written without one)."""
+    where eval.json goes (default: the shards' common parent, written there only when no shard
+    is missing; nothing is written without a common parent)."""
     shards = []
     for folder in folders:
         run = shard_run(folder)
@@ -200,7 +201,9 @@ def evaluate_shards(folders: list[Path], *, label: Path | None = None, write: bo
         "methods": results,
         "problems": problems,
     }
-    if write and home is not None:
+    # Named shard folders write into their parent only when they are the whole run, so that a
+    # look at a few shards never replaces the parent's eval.json of all of them.
+    if write and home is not None and (label is not None or not missing_shards):
         tmp = home / (EVAL_FILE + ".tmp")
         tmp.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
         tmp.replace(home / EVAL_FILE)
