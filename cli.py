@@ -168,7 +168,19 @@ def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | N
     "--embed-model is then the model name sent to it (default: the first it lists).",
 )
 @click.option("--faiss", "faiss_kind", type=click.Choice(["auto", "flat", "hnsw", "ivfpq"]), default=None, help="FAISS index kind (auto picks by size). Default: auto.")
-@click.option("--vectors/--no-vectors", "vectors", default=None, help="Embed every chunk and entity label (dense search, rag). --no-vectors: chunks and BM25 only, for corpora too large to embed; methods that score an entity's chunks at query time (tog2) still work. Default: on.")
+@click.option(
+    "--vectors", "vectors", type=click.Choice(["none", "linked", "all"]), is_flag=False, flag_value="all", default=None,
+    help="Which chunks get vectors (dense search, rag): all; linked (only chunks of documents linked to an entity, "
+    "those tog2 and hydra read; dense search covers only them); none (chunks and BM25 only, for corpora too large "
+    "to embed; methods that score an entity's chunks at query time still work). Entity labels are embedded unless "
+    "none. `--vectors` alone: all. Default: all.",
+)
+@click.option("--no-vectors", "no_vectors", is_flag=True, default=False, help="The same as --vectors none.")
+@click.option(
+    "--sparse", "sparse", type=click.Choice(["bm25s", "tantivy"]), default=None,
+    help="BM25 engine: bm25s (built in memory; about 3 GiB per million chunks, see README) or tantivy (built on "
+    "disk with bounded memory: for Wikipedia-sized corpora). Default: bm25s.",
+)
 @click.option(
     "--kg-from-docs", "kg_from_docs", type=click.Choice(["none", "mentions", "mentions-ignore-case"]), default=None,
     help="An index without --kg gets a KG from its documents: each title is an entity, and `mentions` links a "
@@ -208,8 +220,10 @@ def index_cmd(
     tsv_delimiter: str | None = None,
     allow_empty: bool | None = None,
     docs_map: tuple[Path, ...] = (),
-    vectors: bool | None = None,
+    vectors: str | None = None,
     kg_from_docs: str | None = None,
+    no_vectors: bool = False,
+    sparse: str | None = None,
 ) -> None:
     """Build or update an index folder from KG dumps and document collections.
 
@@ -239,6 +253,9 @@ def index_cmd(
         doc_sources = [DocSource(p, f, c) for p, f, c in zip(docs, formats, collections, strict=True)]
     if "none" in freebase_drop and len(freebase_drop) > 1:
         fail("--freebase-drop none cannot be combined with prefixes")
+    if no_vectors and vectors not in (None, "none"):
+        fail(f"--no-vectors contradicts --vectors {vectors}")
+    vectors = "none" if no_vectors else vectors
     # Only the options given: build_index takes the others from the index's previous build.
     kg_options = {
         "languages": tuple(x.strip() for x in languages.split(",") if x.strip()) if languages is not None else None,
@@ -261,7 +278,9 @@ def index_cmd(
         "embed_server": "" if embed_backend and embed_backend != "server" else embed_server,
         "faiss_kind": faiss_kind,
         "docs_map": tuple(str(p.resolve()) for p in docs_map) if docs_map else None,
-        "vectors": vectors,
+        "vectors": None if vectors is None else vectors != "none",
+        "vector_chunks": vectors if vectors in ("linked", "all") else None,  # none keeps the recorded scope
+        "sparse": sparse,
         "kg_from_docs": kg_from_docs,
     }
     report = run_guarded(
@@ -524,7 +543,7 @@ def docs_stats_cmd(index: Path, as_json: bool) -> None:
         emb = stats["embedding"]
         where = f" at {emb['server']}" if emb.get("server") else ""
         click.echo(f"embedding {emb['model']} (dim {emb['dim']}, {emb.get('backend', 'torch')}{where}), chunk index {stats['chunk_index']['kind']}")
-    elif "vectors" in stats:
+    if "vectors" in stats:
         click.echo(f"vectors {stats['vectors']}")
 
 

@@ -7,7 +7,7 @@ Stages and what their fingerprint covers:
   mentions the docs stage + --kg-from-docs              -> kg/, relations.parquet, entities.parquet
            (only with --kg-from-docs, in an index without --kg)  (degrees)
   vectors  the docs stage + embedding model (content)   -> vectors/, embeddings/
-           + FAISS kind (not built with --no-vectors)
+           + FAISS kind + which chunks (--vectors all|linked; not built with --vectors none)
 
 Options not given are those the index was last built with (`build_options` in its manifest),
 else the defaults; a given option overrides, and the stages it affects rebuild.
@@ -332,6 +332,8 @@ def _stage_fingerprints(
     chunking = {k: options.get(k) for k in ("chunk_size", "chunk_overlap")}
     if options.get("docs_map"):  # the maps by content (no key without maps: older indexes stay valid)
         chunking["docs_map"] = [_fingerprint_or_error(Path(p)).get("sha256") for p in options["docs_map"]]
+    if options.get("sparse", "bm25s") != "bm25s":  # --sparse tantivy (the default leaves older indexes valid)
+        chunking["sparse"] = options["sparse"]
     # Without a KG the documents stage makes the entity table from the documents: a docs-only
     # index built before it did rebuilds its documents stage once.
     kg_part = kg_fp if kg_fp is not None or not doc_entries else "entities from documents"
@@ -339,7 +341,9 @@ def _stage_fingerprints(
     # The model by its content, not its path (a copied or moved model folder embeds the same);
     # batch and shard sizes change how vectors are computed, not what they are.
     embedding = {k: options.get(k) for k in ("faiss_kind", "entity_vectors")} | {"model": model_fingerprint}
-    # --no-vectors: no whole-corpus vectors (chunks and BM25 only)
+    if options.get("vector_chunks", "all") != "all":  # --vectors linked: only chunks of linked documents
+        embedding["vector_chunks"] = options["vector_chunks"]
+    # --vectors none (--no-vectors): no whole-corpus vectors (chunks and BM25 only)
     vectors_fp = stable_hash([docs_fp, embedding]) if has_docs and options.get("vectors", True) else None
     # --kg-from-docs: a KG made from the documents (index/mentions_kg.py); none: no such stage
     from_docs = options.get("kg_from_docs") or "none"

@@ -71,6 +71,8 @@ LINK_CACHE_SIZE = 100_000
 # LOCALKG_DUCKDB_MEMORY overrides (a DuckDB size such as 4GB).
 DUCKDB_MEMORY = "2GB"
 VECTOR_CHUNKS = ("all", "linked")
+# In vectors/ of an index built with --vectors linked: the chunk row of each chunk vector.
+CHUNK_ROWS_FILE = "chunks.rows.npy"
 
 CHUNK_SCHEMA = pa.schema(
     [
@@ -499,9 +501,17 @@ def _count_linked_entities(documents: Path) -> int:
         return int(con.execute(query).fetchone()[0])
 
 
-def chunk_texts(chunks: Path, batch_rows: int = 8192) -> Iterator[list[str]]:
-    """Embedding texts of chunks.parquet (title + text), in row order, in batches."""
+def chunk_texts(chunks: Path, batch_rows: int = 8192, rows: np.ndarray | None = None) -> Iterator[list[str]]:
+    """Embedding texts of chunks.parquet (title + text), in row order, in batches; only the
+    given sorted `rows` when there are some."""
+    first = 0
     for batch in pq.ParquetFile(chunks).iter_batches(batch_size=batch_rows, columns=["title", "text"]):
+        if rows is not None:
+            lo, hi = np.searchsorted(rows, [first, first + batch.num_rows])
+            first += batch.num_rows
+            if lo == hi:
+                continue
+            batch = batch.take(pa.array(rows[lo:hi] - (first - batch.num_rows)))
         titles, texts = batch.column(0).to_pylist(), batch.column(1).to_pylist()
         yield [embed_text(t, x) for t, x in zip(titles, texts, strict=True)]
 
@@ -575,11 +585,17 @@ def build_vectors(
         **embedder_record(embedder),
         "probe": probe_vector(embedder),
     }
-    count = pq.ParquetFile(paths.chunks).metadata.num_rows
-    chunk_ids = pq.read_table(paths.chunks, columns=["chunk_id"]).column(0).to_pylist()
+    total = pq.ParquetFile(paths.chunks).metadata.num_rows
+    rows = _vector_rows(paths.chunks, options.vector_chunks)
+    count = total if rows is None else len(rows)
+    chunk_ids = pq.read_table(paths.chunks, columns=["chunk_id"]).column(0)
+    if rows is not None:
+        chunk_ids = chunk_ids.take(pa.array(rows))
+        np.save(vectors_tmp / CHUNK_ROWS_FILE, rows)
+    meta["chunk_rows"] = {"scope": options.vector_chunks, "embedded": count, "chunks": total}
     previous = previous or paths.embeddings
     stats = [
-        _embed_kind("chunks", lambda: chunk_texts(paths.chunks), count, {"chunk_id": chunk_ids},
+        _embed_kind("chunks", lambda: chunk_texts(paths.chunks, rows=rows), count, {"chunk_id": chunk_ids},
                     embedder, previous, options, cache_dir, vectors_tmp, store_tmp, meta)
     ]
     if options.entity_vectors and paths.entities.exists():
@@ -598,6 +614,7 @@ def build_vectors(
         "dim": meta["dim"],
         "model_fingerprint": meta["model_fingerprint"],
         "chunk_vectors": meta["chunks"]["count"],
+        "vector_chunks": options.vector_chunks,
         "chunk_index": meta["chunks"]["kind"],
         "entity_vectors": meta.get("entities", {}).get("count", 0),
         "entity_index": meta.get("entities", {}).get("kind"),
@@ -606,6 +623,27 @@ def build_vectors(
         "vectors_computed": sum(s.vectors_computed for s in stats),
         "vectors_from_previous_build": sum(s.vectors_from_previous for s in stats),
     }
+
+
+def _vector_rows(chunks: Path, scope: str) -> np.ndarray | None:
+    """Rows of chunks.parquet the vectors stage embeds: None for all of them; for `linked`, the
+    rows of chunks of documents linked to an entity (sorted, so a row range maps to a range of
+    vector positions)."""
+    if scope == "all":
+        return None
+    parts = []
+    first = 0
+    for batch in pq.ParquetFile(chunks).iter_batches(batch_size=65536, columns=["entity"]):
+        linked = np.asarray(batch.column(0).is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        parts.append(np.flatnonzero(linked) + first)
+        first += batch.num_rows
+    rows = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    if len(rows) == 0:
+        raise InputError(
+            f"{chunks.parent}: --vectors linked embeds the chunks of documents linked to an entity, and no document "
+            "is linked; use --vectors all, or --vectors none for BM25 search only"
+        )
+    return rows
 
 
 def _fresh_dir(final: Path) -> Path:
@@ -619,7 +657,7 @@ def _embed_kind(
     kind: str,
     read_texts: Callable[[], Iterator[list[str]]],
     count: int,
-    ids: dict[str, list[str]],
+    ids: dict[str, Any],
     embedder: Any,
     previous_dir: Path,
     options: DocOptions,
@@ -633,7 +671,8 @@ def _embed_kind(
     shards, keys, stats = embed_in_shards(kind, read_texts, count, embedder, cache_dir, options.shard_size, previous)
     del previous  # release the memory map of the previous build's vectors
     meta[kind] = write_index(kind, shards, embedder.dim, vectors_dir, options.faiss_kind, store_dir=store_dir)
-    write_ids(vectors_dir / f"{kind}.ids.parquet", {name: pa.array(values, pa.string()) for name, values in ids.items()})
+    columns = {name: v if isinstance(v, pa.Array | pa.ChunkedArray) else pa.array(v, pa.string()) for name, v in ids.items()}
+    write_ids(vectors_dir / f"{kind}.ids.parquet", columns)  # type: ignore[arg-type]
     np.save(store_dir / f"{kind}.keys.npy", keys)
     return stats
 

@@ -1,7 +1,12 @@
 """`ParquetDocumentStore` (the `DocumentStore` of an index folder): chunks of an entity's documents, dense search (FAISS), sparse search (BM25).
 
 Reads an index folder only: chunks.parquet through DuckDB, vectors/ through FAISS (memory-
-mapped where FAISS allows), bm25/ through bm25s. Safe to open from many processes at once.
+mapped where FAISS allows), bm25/ through bm25s or tantivy (whichever built it). Safe to open
+from many processes at once.
+
+An index built with `--vectors linked` has vectors for the chunks of entity-linked documents
+only: vector i is chunk row `rows[i]` (vectors/chunks.rows.npy, sorted), dense search covers
+those chunks, and asking it for a collection without any says so.
 """
 
 from __future__ import annotations
@@ -127,6 +132,13 @@ class ParquetDocumentStore:
             result["entity_index"] = meta.get("entities")
         elif self.built_without_vectors:
             result["vectors"] = "none (built with --no-vectors: BM25 search only)"
+        if meta is not None and self._vector_rows is not None:
+            covered = {name: self._position_range(r) for name, r in self._collection_ranges.items()}
+            result["vectors"] = (
+                f"linked: {len(self._vector_rows):,} of {self._count:,} chunks embedded (chunks of documents linked "
+                "to an entity; dense search covers only these)"
+            )
+            result["embedded_chunks_per_collection"] = {name: hi - lo for name, (lo, hi) in sorted(covered.items())}
         return result
 
     # -- search --------------------------------------------------------------------------
@@ -137,8 +149,17 @@ class ParquetDocumentStore:
         row_range = self._range(collection)
         if row_range is None or k <= 0:
             return []
+        positions = self._position_range(row_range)
+        if positions[0] == positions[1]:
+            raise IndexError_(
+                f"{self.paths.root}: index was built with --vectors linked, and none of the "
+                f"{row_range[1] - row_range[0]:,} chunks of {collection or 'the index'} belongs to a document linked to "
+                "an entity, so none has a vector; use sparse (BM25) search (`docs search --mode sparse`) or rebuild "
+                f"with `python cli.py index --out {self.paths.root} --vectors all`"
+            )
         query = self.embedder.encode([text])
-        rows, scores = self._dense_rows(query, k, row_range)
+        positions_found, scores = self._dense_rows(query, k, positions)
+        rows = positions_found if self._vector_rows is None else self._vector_rows[positions_found]
         return self._hits(rows, scores)
 
     def sparse_search(self, text: str, k: int = 10, collection: str | None = None) -> list[SearchHit]:
@@ -150,9 +171,21 @@ class ParquetDocumentStore:
         return self._hits(rows, scores)
 
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
-        """Stored chunk vectors (float32, normalised) of the given rows, e.g. for re-ranking."""
+        """Stored chunk vectors (float32, normalised) of the given rows, e.g. for re-ranking
+        (IndexError_ for a row without a vector in an index built with --vectors linked)."""
         stored = self._chunk_vectors
-        return np.asarray(stored[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+        wanted = np.asarray(rows, dtype=np.int64)
+        if self._vector_rows is not None:
+            positions = np.searchsorted(self._vector_rows, wanted)
+            inside = positions < len(self._vector_rows)
+            if not inside.all() or not (self._vector_rows[positions] == wanted).all():
+                missing = wanted[~inside | (self._vector_rows[np.minimum(positions, len(self._vector_rows) - 1)] != wanted)]
+                raise IndexError_(
+                    f"{self.paths.root}: chunk rows {missing[:5].tolist()} have no vector (index built with --vectors "
+                    "linked: only chunks of entity-linked documents are embedded)"
+                )
+            wanted = positions
+        return np.asarray(stored[wanted], dtype=np.float32)
 
     @property
     def embedder(self) -> Embedder:
@@ -194,6 +227,25 @@ class ParquetDocumentStore:
             return read_meta(self.paths.vectors)
         except IndexError_:
             return None
+
+    @cached_property
+    def _vector_rows(self) -> np.ndarray | None:
+        """Chunk row of each chunk vector (--vectors linked); None when every chunk has one."""
+        from index.doc_stage import CHUNK_ROWS_FILE
+
+        path = self.paths.vectors / CHUNK_ROWS_FILE
+        return np.load(path, mmap_mode="r") if path.exists() else None
+
+    def _position_range(self, row_range: tuple[int, int]) -> tuple[int, int]:
+        """Vector positions [start, end) of the chunk rows [start, end)."""
+        if self._vector_rows is None:
+            return row_range
+        lo, hi = np.searchsorted(self._vector_rows, row_range)
+        return int(lo), int(hi)
+
+    @cached_property
+    def _vector_count(self) -> int:
+        return self._count if self._vector_rows is None else len(self._vector_rows)
 
     @cached_property
     def _build_options(self) -> dict[str, Any]:
@@ -264,13 +316,14 @@ class ParquetDocumentStore:
 
     @cached_property
     def _bm25(self) -> Any:
-        from index.bm25_index import BM25Index
+        from index.bm25_index import open_sparse
 
-        return BM25Index(self.paths.bm25)
+        return open_sparse(self.paths.bm25)
 
-    def _dense_rows(self, query: np.ndarray, k: int, row_range: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        start, end = row_range
-        if (start, end) != (0, self._count) and end - start <= EXACT_RANGE_MAX:
+    def _dense_rows(self, query: np.ndarray, k: int, positions: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Vector positions and cosine scores of the best `k` within `positions` [start, end)."""
+        start, end = positions
+        if (start, end) != (0, self._vector_count) and end - start <= EXACT_RANGE_MAX:
             block = np.asarray(self._chunk_vectors[start:end], dtype=np.float32)
             scores = block @ query[0]
             top = np.argsort(-scores, kind="stable")[:k]
@@ -278,7 +331,7 @@ class ParquetDocumentStore:
         import faiss
 
         params = None
-        if (start, end) != (0, self._count):
+        if (start, end) != (0, self._vector_count):
             selector = faiss.IDSelectorRange(start, end)
             meta = self._require_vectors()["chunks"]
             if meta["kind"] == "hnsw":
