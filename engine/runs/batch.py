@@ -65,7 +65,7 @@ from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question
 from engine.runs.answer import FATAL_ERRORS
 from engine.runs.context import open_context
-from engine.runs.handout import BatchError, DeathRule, Sink, answer_one
+from engine.runs.handout import BatchError, DeathRule, Sink, WorkerSetup, answer_one
 from engine.runs.transcripts import CALLS_DIR, TranscriptWriter
 from index.build import pid_alive
 from ingest.errors import IndexError_, InputError, ModelError
@@ -786,7 +786,9 @@ def _run_locked(options: BatchOptions, methods: list[str],
             if pending and options.ray:
                 from engine.runs.ray_runner import run_on_ray
 
-                counts["requeued"] = run_on_ray(options, configs, pending, sink)
+                setup = WorkerSetup(list(options.plugins), str(Path(options.index).resolve()), options.llm,
+                                    options.cache, options.kg_endpoint)
+                counts["requeued"] = run_on_ray(options.ray, options.workers, setup, configs, pending, sink)
             elif pending and options.workers > 1:
                 counts["requeued"] = _run_parallel(options, configs, pending, sink)
             elif pending:

@@ -28,6 +28,17 @@ Sink = Callable[[str, dict[str, Any]], None]
 DEATHS_PER_QUESTION = 2
 
 
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What every worker opens for itself: plugins, then a context over the index and the model."""
+
+    plugins: list[str]
+    index: str
+    llm: str | None
+    cache: bool
+    kg_endpoint: str | None
+
+
 class BatchError(LocalkgError):
     """A batch that cannot start or go on (config mismatch, a busy run folder, dead workers)."""
 

@@ -27,17 +27,14 @@ import os
 from collections import deque
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.methods import registry
 from engine.questions.record import Question
 from engine.runs.answer import FATAL_ERRORS
 from engine.runs.context import open_context
-from engine.runs.handout import BatchError, DeathRule, Sink, answer_one
+from engine.runs.handout import BatchError, DeathRule, Sink, WorkerSetup, answer_one
 from ingest.errors import IndexError_, InputError, ModelError
-
-if TYPE_CHECKING:
-    from engine.runs.batch import BatchOptions
 
 # A local cluster only carries records between processes: a small object store is plenty, and
 # it keeps Ray from claiming a third of the machine's memory.
@@ -108,33 +105,32 @@ def connect(ray: Any, address: str, workers: int) -> bool:
     return True
 
 
-def run_on_ray(options: BatchOptions, configs: dict[str, dict[str, Any]],
+def run_on_ray(address: str, workers: int, setup: WorkerSetup, configs: dict[str, dict[str, Any]],
                pending: list[tuple[str, Question]], sink: Sink) -> int:
-    """Answer `pending` with `options.workers` Ray actors; returns how many questions were
-    handed out again because their actor died."""
+    """Answer `pending` with `workers` Ray actors on the cluster at `address`; returns how many
+    questions were handed out again because their actor died."""
     ray = import_ray()
-    assert options.ray is not None
-    connected = connect(ray, options.ray, options.workers)
+    connected = connect(ray, address, workers)
     try:
-        return _drive(ray, options, configs, pending, sink)
+        return _drive(ray, workers, setup, configs, pending, sink)
     finally:
         if connected:
             ray.shutdown()
 
 
-def _drive(ray: Any, options: BatchOptions, configs: dict[str, dict[str, Any]],
+def _drive(ray: Any, workers: int, setup: WorkerSetup, configs: dict[str, dict[str, Any]],
            pending: list[tuple[str, Question]], sink: Sink) -> int:
     actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(QuestionActor)
     todo = deque(range(len(pending)))
     done: set[int] = set()
-    rule = DeathRule(pending, configs, options.workers)
+    rule = DeathRule(pending, configs, workers)
     actors: dict[int, Any] = {}  # slot -> actor handle
     holding: dict[int, int] = {}  # slot -> position of the question it answers
     in_flight: dict[Any, int] = {}  # object ref -> slot
 
     def start(slot: int) -> None:
-        actors[slot] = actor_class.remote(list(options.plugins), str(Path(options.index).resolve()),
-                                          options.llm, options.cache, options.kg_endpoint, configs)
+        actors[slot] = actor_class.remote(setup.plugins, setup.index, setup.llm, setup.cache, setup.kg_endpoint,
+                                          configs)
 
     def stop(slot: int) -> None:
         with contextlib.suppress(Exception):  # it may be gone already
@@ -161,7 +157,7 @@ def _drive(ray: Any, options: BatchOptions, configs: dict[str, dict[str, Any]],
             start(slot)
             assign(slot)
 
-    for slot in range(min(options.workers, len(pending))):
+    for slot in range(min(workers, len(pending))):
         start(slot)
         assign(slot)
     try:
