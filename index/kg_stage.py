@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pyoxigraph as ox
 
+from index.kg_degrees import DegreeSum
 from index.paths import IndexPaths
 from ingest.errors import InputError
 from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
@@ -81,13 +82,10 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     naming the file and why its lines were skipped) unless `options.allow_empty`.
     """
     store = ox.Store(str(paths.kg))
-    rng = random.Random(options.seed)
-    dropped = 0
     filtered: Counter[str] = Counter()
-    degree: Counter[str] = Counter()
-    external_ids: set[str] = set()
     per_source: list[dict[str, Any]] = []
     with _StoreWriter(store) as writer:
+        load = _Load(writer, options, rejects)
         for source in sources:
             fmt = resolved_format(source.path, source.format)
             tally = _SourceTally()
@@ -95,32 +93,18 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
             with progress_bar(f"kg {source.path.name}", total=_input_size(source.path), unit="bytes") as bar:
                 read, started = 0, time.monotonic()
                 for batch in read_kg(source.path, fmt, options):
-                    facts = batch.facts
-                    tally.facts_seen += len(facts)
-                    if options.keep_fraction < 1.0:
-                        facts, lost = _keep(batch, options.keep_fraction, rng)
-                        writer.extend(facts)
-                        dropped += len(lost)
-                        if options.dropped_as_docs:
-                            writer.extend([ox.Quad(q.subject, q.predicate, q.object, _DROPPED_GRAPH) for q in lost])
-                    elif batch.raw is not None and len(batch.not_facts) <= len(facts) // 5:
-                        writer.load_raw(batch.raw, batch.not_facts)
-                    else:
-                        writer.extend(facts)
-                    writer.extend(_meta_quads(batch))
-                    _count_degrees(facts, degree)
-                    rejects.extend(batch.rejects)
-                    tally.add(batch, len(facts))
-                    external_ids |= batch.external_id_properties
+                    load.add(batch, tally)
                     rate = tally.loaded / max(time.monotonic() - started, 1e-6)
                     bar.advance(max(batch.bytes_read - read, 0), status=f"{tally.loaded:,} facts, {rate:,.0f} facts/s")
                     read = batch.bytes_read
+                load.finish_source(tally)
             filtered.update(tally.filtered)
             entry = tally.entry(source.path, fmt, rejects.total - before)
             per_source.append(entry)
             console.print(f"[green]kg[/] {source.path}: {tally.loaded:,} facts, {rejects.total - before:,} rejected")
             if tally.facts_seen == 0 and tally.metadata == 0 and not options.allow_empty:
                 raise InputError(empty_source_message(entry))
+    degree, dropped, external_ids = load.degrees(), load.dropped, load.external_ids
     store.flush()
     removed = 0 if options.keep_external_ids else _remove_statements(store, sorted(external_ids), degree)
     console.print("[dim]computing entity and relation tables...[/]")
@@ -150,6 +134,72 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
         counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix="kgdoc", append=True)
     del store
     return counts
+
+
+class _Load:
+    """Takes the batches of every source into the store and keeps what the tables need: degrees,
+    --kg-keep's dropped count, the external-id properties seen.
+
+    A parsed batch is taken at once. An unparsed one (plain N-Triples) is counted only once the
+    store has parsed it; one that the store rejects is taken again parsed line by line, so its
+    bad lines become rejects naming their lines (what the store loaded of it is loaded again).
+    """
+
+    def __init__(self, writer: _StoreWriter, options: KgOptions, rejects: RejectLog) -> None:
+        self.writer, self.options, self.rejects = writer, options, rejects
+        self.rng = random.Random(options.seed)
+        self.degree: Counter[str] = Counter()
+        self.degree_sum = DegreeSum()
+        self.dropped = 0
+        self.external_ids: set[str] = set()
+
+    def add(self, batch: KgBatch, tally: _SourceTally) -> None:
+        if batch.reparse is not None:
+            self.writer.load_unparsed(batch, _meta_quads(batch))
+        else:
+            self._take(batch, tally)
+        for done, loaded in self.writer.finished():
+            self._settle(done, loaded, tally)
+
+    def finish_source(self, tally: _SourceTally) -> None:
+        """Wait for the store to load every batch of the source, so that its counts are whole."""
+        self.writer.drain()
+        for done, loaded in self.writer.finished():
+            self._settle(done, loaded, tally)
+
+    def degrees(self) -> Counter[str]:
+        self.degree.update(self.degree_sum.as_counter())
+        return self.degree
+
+    def _settle(self, batch: KgBatch, loaded: bool, tally: _SourceTally) -> None:
+        if not loaded:
+            assert batch.reparse is not None
+            self._take(batch.reparse(), tally)
+            return
+        assert batch.degrees is not None
+        self.degree_sum.add(batch.degrees)
+        tally.facts_seen += batch.unparsed_facts
+        tally.add(batch, batch.unparsed_facts)
+
+    def _take(self, batch: KgBatch, tally: _SourceTally) -> None:
+        writer, options = self.writer, self.options
+        facts = batch.facts
+        tally.facts_seen += len(facts)
+        if options.keep_fraction < 1.0:
+            facts, lost = _keep(batch, options.keep_fraction, self.rng)
+            writer.extend(facts)
+            self.dropped += len(lost)
+            if options.dropped_as_docs:
+                writer.extend([ox.Quad(q.subject, q.predicate, q.object, _DROPPED_GRAPH) for q in lost])
+        elif batch.raw is not None and len(batch.not_facts) <= len(facts) // 5:
+            writer.load_raw(batch.raw, batch.not_facts)
+        else:
+            writer.extend(facts)
+        writer.extend(_meta_quads(batch))
+        _count_degrees(facts, self.degree)
+        self.rejects.extend(batch.rejects)
+        tally.add(batch, len(facts))
+        self.external_ids |= batch.external_id_properties
 
 
 WIKIDATA_FORMATS = ("wikidata", "wikidata-json")
@@ -283,11 +333,13 @@ class _StoreWriter:
     batch. `bulk_load` of raw bytes releases the GIL, so parsing and loading overlap on two cores.
     Quads that a raw load brought in but that are not facts (labels, filtered predicates) are
     removed by the same thread right after that load, so memory stays bounded by a batch.
+    An unparsed batch comes back through `finished()`, loaded or rejected by the store's parser.
     """
 
     def __init__(self, store: ox.Store) -> None:
         self.store = store
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2)
+        self._finished: queue.SimpleQueue[tuple[KgBatch, bool]] = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, name="kg-writer", daemon=True)
 
@@ -297,19 +349,32 @@ class _StoreWriter:
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            if self._error is not None:
-                continue
-            kind, payload = item
             try:
-                if kind == "raw":
-                    data, not_facts = payload
-                    self.store.bulk_load(data, ox.RdfFormat.N_TRIPLES)
-                    for quad in not_facts:
-                        self.store.remove(quad)
-                else:
-                    self.store.bulk_extend(payload)
+                if self._error is None:
+                    self._write(*item)
             except BaseException as exc:  # surfaced in the caller's thread
                 self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _write(self, kind: str, payload: Any) -> None:
+        if kind == "raw":
+            data, not_facts = payload
+            self.store.bulk_load(data, ox.RdfFormat.N_TRIPLES)
+            for quad in not_facts:
+                self.store.remove(quad)
+        elif kind == "unparsed":
+            batch, meta = payload
+            try:
+                self.store.bulk_load(batch.raw, ox.RdfFormat.N_TRIPLES)
+            except (SyntaxError, ValueError):
+                self._finished.put((batch, False))
+                return
+            self.store.bulk_extend(meta)
+            batch.raw = None  # loaded: the bytes need not wait for the caller
+            self._finished.put((batch, True))
+        else:
+            self.store.bulk_extend(payload)
 
     def _put(self, item: tuple[str, Any]) -> None:
         if self._error is not None:
@@ -323,8 +388,27 @@ class _StoreWriter:
         if quads:
             self._put(("extend", quads))
 
+    def load_unparsed(self, batch: KgBatch, meta: list[ox.Quad]) -> None:
+        """Bulk-load `batch.raw` and then `meta` (only if the store accepts `batch.raw`)."""
+        self._put(("unparsed", (batch, meta)))
+
+    def finished(self) -> list[tuple[KgBatch, bool]]:
+        """The unparsed batches handled since the last call, in order, each with whether it loaded."""
+        done = []
+        while True:
+            try:
+                done.append(self._finished.get_nowait())
+            except queue.Empty:
+                return done
+
+    def drain(self) -> None:
+        """Wait until every queued write is done (raising the writer's error, if any)."""
+        self._queue.join()
+        if self._error is not None:
+            raise self._error
+
     def __exit__(self, *exc_info: object) -> None:
-        self._queue.put(None)
+        self._queue.put(None)  # the writer stops at this mark, after what is queued before it
         self._thread.join()
         if self._error is not None and exc_info[0] is None:
             raise self._error

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyoxigraph as ox
 
 from ingest.rejects import Reject
@@ -32,3 +34,9 @@ class KgBatch:
     external_id_properties: set[str] = field(default_factory=set)
     lines: int = 0
     bytes_read: int = 0
+    # An unparsed batch (plain N-Triples read by ingest/nt_scan.py): its facts are only in `raw`,
+    # counted in `unparsed_facts`, their degrees in `degrees` (id, n); `reparse` gives the same
+    # slice parsed and validated line by line, for when the store's parser rejects `raw`.
+    unparsed_facts: int = 0
+    degrees: pa.Table | None = None
+    reparse: Callable[[], KgBatch] | None = None

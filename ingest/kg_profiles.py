@@ -35,6 +35,7 @@ _PROPERTY_ID = re.compile(r"P[0-9]+")
 _METADATA = ""
 _META_PREDICATES = {RDFS_LABEL: LABEL, SKOS_ALT_LABEL: ALIAS, SCHEMA_DESCRIPTION: DESCRIPTION}
 _META_PREDICATE_BYTES = tuple(f"<{iri}>".encode() for iri in _META_PREDICATES)
+META_PREDICATE_IRIS = tuple(_META_PREDICATES)  # what GenericProfile routes to metadata
 
 FREEBASE_META = {
     "type.object.name": LABEL,

@@ -3,23 +3,31 @@
 Line-based input is parsed in batches by pyoxigraph (fast path); a batch that fails is re-parsed
 line by line, so one bad line costs one reject, never the batch. A line that fails can first be
 offered to a `mend` function (the Freebase dump's known literal quirks) before it is rejected.
+
+Plain N-Triples can be left unparsed here (`unparsed=True`): ingest/nt_scan.py reads degrees and
+metadata lines from the bytes, the store's `bulk_load` parses the facts, and a batch that it
+rejects is parsed by `KgBatch.reparse`, line by line as above.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from ingest.errors import InputError
 from ingest.kg_batch import KgBatch
-from ingest.kg_profiles import Profile
+from ingest.kg_profiles import META_PREDICATE_IRIS, GenericProfile, Profile
+from ingest.nt_scan import scan_ntriples
 from ingest.rejects import Reject
-from ingest.sources import STREAM_ERRORS, iter_lines, open_input
+from ingest.sources import STREAM_ERRORS, open_input
 
 Mend = Callable[[bytes], bytes | None]
+# Bytes per line batch: large, since each store `bulk_load` call has a fixed cost.
+BATCH_BYTES = 16 << 20
 _TURTLE_BATCH = 50_000
 _MAX_CONSECUTIVE_ERRORS = 10_000
 
@@ -29,24 +37,98 @@ def read_line_rdf(
     fmt: ox.RdfFormat,
     profile: Profile,
     mend: Mend | None = None,
-    batch_bytes: int = 16 << 20,
+    batch_bytes: int | None = None,
+    unparsed: bool = False,
 ) -> Iterator[KgBatch]:
-    """Read an N-Triples / N-Quads file (plain, .gz, .bz2) as batches routed by `profile`."""
+    """Read an N-Triples / N-Quads file (plain, .gz, .bz2) as batches routed by `profile`.
+
+    With `unparsed`, plain N-Triples batches under the generic profile come unparsed (see the
+    module docstring); any other batch comes parsed.
+    """
     name = str(path)
-    for first_line, lines, bytes_read in iter_lines(path, batch_bytes):
-        batch = KgBatch(lines=len(lines), bytes_read=bytes_read)
-        data = b"".join(lines)
-        try:
-            quads = list(ox.parse(data, fmt))
-            if fmt == ox.RdfFormat.N_TRIPLES:
-                batch.raw = data
-        except (SyntaxError, ValueError):
-            quads = _parse_lines_one_by_one(lines, first_line, name, fmt, mend, batch)
-        if batch.raw is not None and profile.all_facts(data):
-            batch.facts = quads  # plain N-Triples without metadata: nothing to route
-        else:
-            profile.route(quads, batch)
+    scan = unparsed and fmt == ox.RdfFormat.N_TRIPLES and mend is None and isinstance(profile, GenericProfile)
+    for first_line, data, bytes_read in iter_chunks(path, batch_bytes or BATCH_BYTES):
+        batch = _unparsed_batch(data, first_line, name, profile) if scan else None
+        if batch is None:
+            batch = parse_batch(data, first_line, name, fmt, profile, mend)
+        batch.lines = data.count(b"\n") + (not data.endswith(b"\n"))
+        batch.bytes_read = bytes_read
         yield batch
+
+
+def iter_chunks(path: Path, batch_bytes: int) -> Iterator[tuple[int, bytes, int]]:
+    """Yield (first_line_number, whole lines as one bytes object, raw bytes read) of a text file.
+
+    A truncated or corrupt compressed file raises InputError naming it, after every complete
+    chunk before the damage has been yielded; so does a file that holds no data.
+    """
+    stream, counter = open_input(path)
+    line_no, carry = 1, b""
+    try:
+        while True:
+            try:
+                block = stream.read(batch_bytes)
+            except STREAM_ERRORS as exc:
+                raise InputError(f"{path}: compressed stream is truncated or corrupt ({exc})") from exc
+            if not block:
+                if carry:
+                    yield line_no, carry, counter.bytes_read
+                elif line_no == 1:
+                    raise InputError(f"{path}: file is empty (no data after decompression)")
+                return
+            data = carry + block
+            cut = data.rfind(b"\n") + 1  # a line never straddles two chunks
+            if cut == 0:
+                carry = data
+                continue
+            data, carry = data[:cut], data[cut:]
+            yield line_no, data, counter.bytes_read
+            line_no += data.count(b"\n")
+    finally:
+        stream.close()
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    """The lines of `data`, each with its newline (as `readlines` splits them: on b"\\n" only)."""
+    lines = [line + b"\n" for line in data.split(b"\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
+def parse_batch(
+    data: bytes, first_line: int, name: str, fmt: ox.RdfFormat, profile: Profile, mend: Mend | None
+) -> KgBatch:
+    """Parse whole lines (first numbered `first_line`) into a routed batch; a line that does not
+    parse (nor mend) becomes a reject naming `name` and its line."""
+    batch = KgBatch()
+    try:
+        quads = list(ox.parse(data, fmt))
+        if fmt == ox.RdfFormat.N_TRIPLES:
+            batch.raw = data
+    except (SyntaxError, ValueError):
+        quads = _parse_lines_one_by_one(_split_lines(data), first_line, name, fmt, mend, batch)
+    if batch.raw is not None and profile.all_facts(data):
+        batch.facts = quads  # plain N-Triples without metadata: nothing to route
+    else:
+        profile.route(quads, batch)
+    return batch
+
+
+def _unparsed_batch(data: bytes, first_line: int, name: str, profile: Profile) -> KgBatch | None:
+    """The batch left for the store to parse, with its metadata lines routed here; None when the
+    scan declines it or a metadata line does not parse (the caller then parses it whole)."""
+    scan = scan_ntriples(data, META_PREDICATE_IRIS)
+    if scan is None:
+        return None
+    batch = KgBatch(raw=scan.facts, unparsed_facts=scan.fact_count, degrees=scan.degrees)
+    if scan.meta_lines:
+        try:
+            profile.route(ox.parse(scan.meta_lines, ox.RdfFormat.N_TRIPLES), batch)
+        except (SyntaxError, ValueError):
+            return None
+        batch.not_facts = []  # the metadata lines are not in `raw`: nothing to remove
+    batch.reparse = partial(parse_batch, data, first_line, name, ox.RdfFormat.N_TRIPLES, profile, None)
+    return batch
 
 
 def _parse_lines_one_by_one(
