@@ -103,6 +103,15 @@ def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | N
     return value
 
 
+class _VectorScope(click.Choice):  # type: ignore[type-arg]
+    """--vectors none|linked|all; a recipe's `vectors = true/false` (older recipes) is all/none."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, bool):
+            return "all" if value else "none"
+        return super().convert(value, param, ctx)
+
+
 @main.command("index")
 @click.option(
     "--config", "config", type=click.Path(dir_okay=False, path_type=Path), default=None, is_eager=True,
@@ -169,7 +178,7 @@ def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | N
 )
 @click.option("--faiss", "faiss_kind", type=click.Choice(["auto", "flat", "hnsw", "ivfpq"]), default=None, help="FAISS index kind (auto picks by size). Default: auto.")
 @click.option(
-    "--vectors", "vectors", type=click.Choice(["none", "linked", "all"]), is_flag=False, flag_value="all", default=None,
+    "--vectors", "vectors", type=_VectorScope(["none", "linked", "all"]), is_flag=False, flag_value="all", default=None,
     help="Which chunks get vectors (dense search, rag): all; linked (only chunks of documents linked to an entity, "
     "those tog2 and hydra read; dense search covers only them); none (chunks and BM25 only, for corpora too large "
     "to embed; methods that score an entity's chunks at query time still work). Entity labels are embedded unless "
@@ -657,7 +666,7 @@ def embed_serve(host: str, port: int, embed_model: Path | None, embed_backend: s
       python cli.py index --out /tmp/hp --docs hotpot.json --docs-format hotpot --embed-server http://127.0.0.1:8090/v1
     """
     from engine.embeddings_server import EmbeddingsServer
-    from index.embedder import open_embedder
+    from index.embed_backends import open_embedder
 
     embedder = run_guarded(open_embedder, embed_model, embed_backend)
     name = served_name or f"{embedder.name}-{embed_backend}"
@@ -679,7 +688,7 @@ def embed_serve(host: str, port: int, embed_model: Path | None, embed_backend: s
 @click.option("--embed-server", default=None, metavar="URL", help="An OpenAI-compatible /v1/embeddings server.")
 def embed_texts(texts: tuple[str, ...], embed_model: str | None, embed_backend: str | None, embed_server: str | None) -> None:
     """Embed TEXTS and print one JSON line each: the model, its fingerprint and the first values."""
-    from index.embedder import open_embedder
+    from index.embed_backends import open_embedder
 
     embedder = run_guarded(open_embedder, embed_model, embed_backend, embed_server)
     vectors = run_guarded(embedder.encode, list(texts))

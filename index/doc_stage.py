@@ -62,6 +62,8 @@ COLLECTIONS = ("wiki", "web", "domain")
 CHUNK_ROW_GROUP = 8192
 # How many aliases per entity get their own row in the entity-label vector index.
 ALIASES_PER_ENTITY = 3
+# Entity rows per batch when the entity table is written with its doc ids.
+ENTITY_BATCH_ROWS = 65536
 # Characters of document text buffered before a row group is written (documents without chunks
 # fill no chunk row group).
 STAGE_BUFFER_CHARS = 32 << 20
@@ -364,7 +366,7 @@ class TitleEntities:
         tmp = entities.with_name(entities.name + ".tmp")
         count = 0
         with _duckdb(entities.parent) as con, pq.ParquetWriter(tmp, schema) as writer:
-            for batch in con.sql(query).to_arrow_reader(65536):
+            for batch in con.sql(query).to_arrow_reader(ENTITY_BATCH_ROWS):
                 ids, labels, doc_ids = batch.columns
                 n = len(ids)
                 writer.write_table(pa.table({
@@ -536,10 +538,10 @@ def _write_doc_ids(entities: Path, documents: Path) -> None:
         JOIN docs d ON d.entity = e.id ORDER BY e.file_row_number
     """
     with _duckdb(entities.parent) as con, pq.ParquetWriter(tmp, schema) as writer:
-        linked = _rows_and_values(con.sql(query).to_arrow_reader(65536))
+        linked = _rows_and_values(con.sql(query).to_arrow_reader(ENTITY_BATCH_ROWS))
         pending = next(linked, None)
         first = 0
-        for batch in source.iter_batches(batch_size=65536):
+        for batch in source.iter_batches(batch_size=ENTITY_BATCH_ROWS):
             table = pa.Table.from_batches([batch])
             if "doc_ids" in table.column_names:
                 table = table.drop_columns(["doc_ids"])
@@ -571,7 +573,8 @@ def build_vectors(
     shards in `cache_dir`, and only texts the previous build did not embed are embedded: their
     vectors come from `previous` (an earlier build's embeddings/; default: `paths.embeddings`).
     Returns {model, dim, model_fingerprint, ...} for the manifest."""
-    from index.embedder import embedder_record, open_embedder, probe_vector
+    from index.embed_backends import embedder_record, open_embedder
+    from index.embedder import probe_vector
 
     if not paths.chunks.exists():
         raise InputError(f"{paths.root}: no chunks to embed (the documents stage has not run)")
