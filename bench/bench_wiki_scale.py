@@ -40,7 +40,7 @@ SOURCES = (
     DUMPS / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
     DUMPS / "enwiki-20150112-pages-articles.head1MiB.xml",  # cut mid-page: its complete pages only
 )
-DEFAULT_BYTES = 2_000_000_000
+DEFAULT_BYTES = 1_000_000_000  # 1 GB: about 12 min on 2 cores (2 GB would not fit in 20 min)
 BM25S_SAMPLE = 250_000  # chunks indexed by bm25s to measure its memory
 EMBED_SLICE_PAGES = 70  # excerpt pages embedded to measure the vectors stage (about 500 chunks)
 ENWIKI_ARTICLES = 6_900_000

@@ -14,7 +14,8 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 BENCHES = {"kg": "bench.bench_kg", "docs": "bench.bench_docs", "llm": "bench.bench_llm",
            "graph": "bench.bench_graph", "modelcheck": "bench.bench_model_check",
-           "methods": "bench.bench_methods", "shards": "bench.bench_shards"}
+           "methods": "bench.bench_methods", "shards": "bench.bench_shards",
+           "wikiscale": "bench.bench_wiki_scale"}
 
 
 def main(argv: list[str]) -> int:
