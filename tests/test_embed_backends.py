@@ -13,8 +13,9 @@ from click.testing import CliRunner
 
 from cli import main
 from engine.access.documents import ParquetDocumentStore
+from index.embed_backends import open_embedder
 from index.embed_onnx import FILES, OnnxEmbedder, export_onnx
-from index.embedder import SentenceTransformerEmbedder, default_model_path, open_embedder
+from index.embedder import SentenceTransformerEmbedder, default_model_path
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, ModelError
 

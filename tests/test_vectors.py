@@ -19,7 +19,7 @@ import pytest
 
 from engine.access.documents import ParquetDocumentStore
 from index.doc_stage import DocOptions, DocSource, build_documents, build_vectors
-from index.embedder import SentenceTransformerEmbedder, default_model_path, model_fingerprint
+from index.embedder import PROBE_TEXT, SentenceTransformerEmbedder, default_model_path, model_fingerprint
 from index.paths import IndexPaths
 from index.vectors import choose_kind
 from ingest.errors import IndexError_, ModelError
@@ -192,7 +192,7 @@ def test_killed_build_resumes_without_recomputing_finished_shards(
     real_encode = SentenceTransformerEmbedder.encode
 
     def counting_encode(self: SentenceTransformerEmbedder, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        encoded.append(len(texts))
+        encoded.append(len([t for t in texts if t != PROBE_TEXT]))  # the meta's probe is no chunk
         return real_encode(self, texts, batch_size)
 
     monkeypatch.setattr(SentenceTransformerEmbedder, "encode", counting_encode)
@@ -244,7 +244,7 @@ def test_a_later_build_embeds_only_new_texts(tmp_path: Path, shared_data: Path, 
     real_encode = SentenceTransformerEmbedder.encode
 
     def counting_encode(self: SentenceTransformerEmbedder, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        encoded.extend(texts)
+        encoded.extend(t for t in texts if t != PROBE_TEXT)  # the meta's probe is no chunk
         return real_encode(self, texts, batch_size)
 
     monkeypatch.setattr(SentenceTransformerEmbedder, "encode", counting_encode)

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from index.embedder import PROBE_MIN_COSINE, Embedder, open_embedder, probe_cosine
+from index.embed_backends import open_embedder
+from index.embedder import PROBE_MIN_COSINE, Embedder, probe_cosine
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, ModelError
 

@@ -44,7 +44,7 @@ def open_context(index: Path, llm: str | LLM | None, *, cache: bool = True,
         packaged default when it has no documents."""
         if paths.vector_meta.exists() or docs_build_options(paths).get("vectors") is False:
             return open_docs().embedder
-        from index.embedder import open_embedder
+        from index.embed_backends import open_embedder
 
         return open_embedder(None)
 
