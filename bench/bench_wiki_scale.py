@@ -192,6 +192,8 @@ def bm25s_probe(chunks: Path, limit: int, out_dir: Path) -> dict[str, Any]:
             if left <= 0:
                 return
 
+    import bm25s  # noqa: F401  (its import is not the index's memory)
+
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     started = time.monotonic()
     count = build_bm25(first_texts(), out_dir)
