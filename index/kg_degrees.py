@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.nt_scan import DEGREE_SCHEMA
 
@@ -31,8 +32,13 @@ class DegreeSum:
         self._merged = pa.table([summed["id"], summed["n_sum"]], schema=DEGREE_SCHEMA)
         self._pending, self._pending_rows = [], 0
 
-    def as_counter(self) -> Counter[str]:
-        """The sums as a Counter keyed by id (the form the entity table is written from)."""
+    def total(self) -> pa.Table:
+        """The sums, one row per id whose sum is positive (a removal can take a degree to 0)."""
         self._merge()
-        ids, counts = self._merged.column("id").to_pylist(), self._merged.column("n").to_pylist()
-        return Counter(dict(zip(ids, counts, strict=True)))
+        return self._merged.filter(pc.greater(self._merged.column("n"), 0))
+
+
+def counter_table(counts: Counter[str]) -> pa.Table:
+    """A Counter as an (id, n) degree table."""
+    return pa.table([pa.array(list(counts), pa.string()), pa.array(list(counts.values()), pa.int64())],
+                    schema=DEGREE_SCHEMA)

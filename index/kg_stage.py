@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pyoxigraph as ox
 
-from index.kg_degrees import DegreeSum
+from index.kg_degrees import DegreeSum, counter_table
 from index.paths import IndexPaths
 from ingest.errors import InputError
 from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
@@ -104,12 +105,14 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
             console.print(f"[green]kg[/] {source.path}: {tally.loaded:,} facts, {rejects.total - before:,} rejected")
             if tally.facts_seen == 0 and tally.metadata == 0 and not options.allow_empty:
                 raise InputError(empty_source_message(entry))
-    degree, dropped, external_ids = load.degrees(), load.dropped, load.external_ids
+    dropped, external_ids = load.dropped, load.external_ids
     store.flush()
-    removed = 0 if options.keep_external_ids else _remove_statements(store, sorted(external_ids), degree)
+    lost: Counter[str] = Counter()
+    removed = 0 if options.keep_external_ids else _remove_statements(store, sorted(external_ids), lost)
+    degrees = load.degrees(lost)
     console.print("[dim]computing entity and relation tables...[/]")
     relations, unlabeled = write_relation_table(store, paths.relations)
-    entities = _write_entities(store, paths.entities, degree)
+    entities = _write_entities(store, paths.entities, degrees)
     counts: dict[str, Any] = {
         "triples": int(sum(relations.values())),
         "entities": entities,
@@ -167,9 +170,11 @@ class _Load:
         for done, loaded in self.writer.finished():
             self._settle(done, loaded, tally)
 
-    def degrees(self) -> Counter[str]:
-        self.degree.update(self.degree_sum.as_counter())
-        return self.degree
+    def degrees(self, lost: Counter[str]) -> pa.Table:
+        """(id, n) of every entity with a positive degree, less the `lost` counts."""
+        self.degree.subtract(lost)
+        self.degree_sum.add(counter_table(self.degree))
+        return self.degree_sum.total()
 
     def _settle(self, batch: KgBatch, loaded: bool, tally: _SourceTally) -> None:
         if not loaded:
@@ -291,9 +296,9 @@ def kg_summary_lines(counts: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _remove_statements(store: ox.Store, predicates: list[str], degree: Counter[str]) -> int:
+def _remove_statements(store: ox.Store, predicates: list[str], lost: Counter[str]) -> int:
     """Remove every statement of `predicates` (facts and --kg-keep's dropped facts, not metadata)
-    and take them off the degrees; return how many were removed."""
+    and count in `lost` the degree each entity loses; return how many were removed."""
     removed = 0
     for predicate in predicates:
         for graph in (ox.DefaultGraph(), _DROPPED_GRAPH):
@@ -305,10 +310,7 @@ def _remove_statements(store: ox.Store, predicates: list[str], degree: Counter[s
                 removed += 1
                 for term in (quad.subject, quad.object):
                     if not isinstance(term, ox.Literal):
-                        key = _term_id(term)
-                        degree[key] -= 1
-                        if degree[key] <= 0:
-                            del degree[key]
+                        lost[_term_id(term)] += 1
     return removed
 
 
@@ -491,21 +493,23 @@ def write_relation_table(store: ox.Store, path: Path) -> tuple[dict[str, int], l
     return counts, sorted(unlabeled, key=lambda p: (len(p), p))
 
 
-def _write_entities(store: ox.Store, path: Path, degree: Counter[str]) -> int:
+def _write_entities(store: ox.Store, path: Path, degrees: pa.Table) -> int:
+    """Write entities.parquet: every entity with a degree or metadata, sorted by id (with Arrow
+    kernels: a Python loop over millions of entities costs seconds)."""
     meta = _meta_rows(store)
     # A Wikidata property named in the dump but in no fact is a relation, not an entity.
-    ids = sorted(set(degree) | {e for e in meta if e in degree or not _WIKIDATA_PROPERTY.fullmatch(e)})
-    empty = {"label": None, "aliases": [], "description": None, "wikipedia_title": None}
-    columns: dict[str, list[Any]] = {name: [] for name in ENTITY_SCHEMA.names}
-    for entity in ids:
-        row = meta.get(entity, empty)
-        columns["id"].append(entity)
-        columns["label"].append(row["label"])
-        columns["aliases"].append(row["aliases"])
-        columns["description"].append(row["description"])
-        columns["degree"].append(degree.get(entity, 0))
-        columns["wikipedia_title"].append(row["wikipedia_title"])
-    pq.write_table(pa.table(columns, schema=ENTITY_SCHEMA), path)
+    named = pa.array([e for e in meta if not _WIKIDATA_PROPERTY.fullmatch(e)], pa.string())
+    ids = pc.unique(pa.concat_arrays([degrees.column("id").combine_chunks(), named]))
+    ids = ids.take(pc.sort_indices(ids))  # UTF-8 byte order is code point order, as `sorted`
+    # Row i of each looked-up column is entity i's; one extra last row stands for "none".
+    degree = pa.concat_arrays([degrees.column("n").combine_chunks(), pa.array([0], pa.int64())])
+    where = pc.fill_null(pc.index_in(ids, value_set=degrees.column("id")), len(degrees))
+    rows = [*meta.values(), {"label": None, "aliases": [], "description": None, "wikipedia_title": None}]
+    in_meta = pc.fill_null(pc.index_in(ids, value_set=pa.array(list(meta), pa.string())), len(meta))
+    columns = {"id": ids, "degree": degree.take(where)}
+    for name in ("label", "aliases", "description", "wikipedia_title"):
+        columns[name] = pa.array([row[name] for row in rows], ENTITY_SCHEMA.field(name).type).take(in_meta)
+    pq.write_table(pa.table({name: columns[name] for name in ENTITY_SCHEMA.names}, schema=ENTITY_SCHEMA), path)
     return len(ids)
 
 
