@@ -118,6 +118,7 @@ def test_store_rejected_batch_is_parsed_again_and_rejects_name_their_lines(
     assert scan_ntriples(STORE_REJECTS, [LABEL]) is not None  # so the store is what rejects them
     # Small batches: the bad lines fall in the middle of several.
     monkeypatch.setattr(rdf_reader, "BATCH_BYTES", 150)
+    monkeypatch.setattr(rdf_reader, "UNPARSED_BATCH_BYTES", 150)
     lines = MIXED.splitlines(keepends=True)
     out = build_both(tmp_path, b"".join(lines[:5]) + STORE_REJECTS + b"".join(lines[5:]), monkeypatch)
     counts = same_outputs(out)
