@@ -37,76 +37,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.questions.answer_match import answer_groups, names, normalise_answer, score_record
+# the stage recall lives in the library (the HTML report draws it too); re-exported for callers here
+from engine.report.stage_recall import (
+    HYDRA_STAGES,
+    holds_gold,
+    hydra_stages,
+    is_hydra,
+    stage_recall,
+)
 
-# HydraRAG's pipeline stages, in order: (key, what the report calls it)
-HYDRA_STAGES = (("subgraph", "in the question subgraph"), ("bfs", "in the BFS paths"),
-                ("relevance", "after relevance pruning (W1)"), ("cross", "after cross-score pruning (W2)"),
-                ("selected", "after the LLM's selection (W_max)"), ("answer", "in the final answer (Hits@1)"))
-
+__all__ = ["HYDRA_STAGES", "holds_gold", "hydra_stages", "is_hydra", "main", "print_stage_recall", "stage_recall"]
 
 def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _gold_names(record: dict[str, Any]) -> set[str]:
-    """Every gold answer and alias of a record, normalised."""
-    groups = answer_groups([str(a) for a in record.get("answers") or []],
-                           ((record.get("extra") or {}).get("gold") or {}).get("answer_groups"))
-    return {k for group in groups for name in group if (k := normalise_answer(name))}
-
-
-def holds_gold(stage: Any, gold: set[str]) -> bool:
-    """Whether a trace stage (a dict, or a list of them) holds a gold answer: its `gold` list when
-    it has one, else its `entities` (equal names) and `texts` (named as whole words)."""
-    if isinstance(stage, list):
-        return any(holds_gold(part, gold) for part in stage)
-    if not isinstance(stage, dict):
-        return False
-    if "gold" in stage:
-        return bool(stage["gold"])
-    if gold & {normalise_answer(str(n)) for n in stage.get("entities") or []}:
-        return True
-    texts = " | ".join(normalise_answer(str(t)) for t in stage.get("texts") or [])
-    return any(names(texts, g) for g in gold)
-
-
-def is_hydra(record: dict[str, Any]) -> bool:
-    return bool((record.get("extra") or {}).get("phase"))
-
-
-def hydra_stages(record: dict[str, Any], phases: Sequence[str] | None = None) -> dict[str, bool]:
-    """Per stage, whether the record's gold answer reached it (in any of `phases`; all when None)."""
-    extra = record.get("extra") or {}
-    gold = _gold_names(record)
-    steps = [s for s in extra.get("trace") or []
-             if isinstance(s, dict) and (phases is None or s.get("phase") in phases)]
-    scored = score_record(record)
-    reached = {"subgraph": holds_gold(extra.get("subgraph"), gold),
-               "answer": bool(scored.hits1) if scored else bool((record.get("correct") or {}).get("hits1"))}
-    for key in ("bfs", "relevance", "cross", "selected"):
-        reached[key] = any(holds_gold(step.get(key), gold) for step in steps)
-    return reached
-
-
-def stage_recall(records: Sequence[dict[str, Any]], phases: Sequence[str] | None = None) -> dict[str, Any]:
-    """The stage recall of hydra records with gold answers: {"n", stage: share}; and `lost`: for
-    the wrongly answered, the last stage (in pipeline order) that still held the gold answer
-    ("none" when not even the subgraph did)."""
-    counted = [r for r in records if is_hydra(r) and _gold_names(r)]
-    result: dict[str, Any] = {"n": len(counted)}
-    hits: Counter[str] = Counter()
-    lost: Counter[str] = Counter()
-    for record in counted:
-        reached = hydra_stages(record, phases)
-        hits.update(k for k, v in reached.items() if v)
-        if not reached["answer"]:
-            held = [k for k, _ in HYDRA_STAGES[:-1] if reached[k]]
-            lost[held[-1] if held else "none"] += 1
-    for key, _ in HYDRA_STAGES:
-        result[key] = hits[key] / len(counted) if counted else None
-    result["lost"] = dict(lost)
-    return result
 
 
 def print_stage_recall(records: Sequence[dict[str, Any]]) -> None:
