@@ -988,6 +988,49 @@ def eval_cmd(run_dirs: tuple[Path, ...], as_json: bool, metrics: tuple[str, ...]
         click.echo(run_guarded(format_comparison, summaries, metrics or None))
 
 
+@main.command("report")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The HTML file to write (self-contained: opens offline).")
+@click.option("--prompt-chars", type=click.IntRange(0, None), default=6000, show_default=True,
+              help="Keep at most this many characters of each prompt and reply in the page.")
+@click.option("--no-calls", is_flag=True, help="Leave the prompts and replies (calls/) out of the page.")
+def report_cmd(run_dirs: tuple[Path, ...], out: Path, prompt_chars: int, no_calls: bool) -> None:
+    """Write one self-contained HTML report of batch runs: eval's metrics per dataset and method,
+    plots of accuracy against cost and by question group, HydraRAG's stage recall, and a question
+    browser (filters, every method's prediction, LLM calls, evidence graphs).
+
+    Each RUN is what `eval` takes (a run folder or a folder of shard folders); each is one dataset.
+
+    \b
+    Examples:
+      python cli.py report data/runs/demo --out data/runs/demo/report.html
+      python cli.py report data/runs/eval/metaqa-1-hop data/runs/eval/metaqa-2-hop --out eval.html
+    """
+    from engine.report.html_report import write_report
+
+    stats = run_guarded(write_report, list(run_dirs), out, prompt_chars=prompt_chars, with_calls=not no_calls)
+    click.echo(f"{stats.out}: {stats.questions:,} questions, {stats.records:,} records, "
+               f"{stats.bytes / 1e6:.1f} MB in {stats.seconds:.1f}s")
+
+
+@main.command("show")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("question_id")
+@click.option("--method", "method", default=None, help="Only this method (default: every method of the run).")
+@click.option("--prompts", is_flag=True, help="Also print each LLM call's messages and reply.")
+def show_cmd(run_dir: Path, question_id: str, method: str | None, prompts: bool) -> None:
+    """Show one question of a run in the terminal: prediction against gold, the evidence paths
+    as a tree, the quoted chunks, and the LLM calls with tokens and seconds.
+
+    \b
+    Examples:
+      python cli.py show data/runs/demo demo-001 --method hydra
+    """
+    from engine.report.terminal import show_question
+
+    run_guarded(show_question, run_dir, question_id, method, prompts=prompts)
+
 @main.command("check-scores")
 @click.option("--subset", "subsets", multiple=True, metavar="NAME",
               help="Only entries of this subset: ci, demo, eval, experiments. Repeatable.")
