@@ -31,6 +31,7 @@ Mend = Callable[[bytes], bytes | None]
 # Arrow columns, not Python objects (peak about 0.5 GB: the queue's batches and one being scanned).
 BATCH_BYTES = 16 << 20
 UNPARSED_BATCH_BYTES = 64 << 20
+FIRST_CHUNK_BYTES = 1 << 20
 _TURTLE_BATCH = 50_000
 _MAX_CONSECUTIVE_ERRORS = 10_000
 
@@ -68,10 +69,14 @@ def iter_chunks(path: Path, batch_bytes: int) -> Iterator[tuple[int, bytes, int]
     """
     stream, counter = open_input(path)
     line_no, carry = 1, b""
+    # The first chunks are small and grow to `batch_bytes`: the store starts loading the first
+    # one while the next is read, instead of waiting for a whole large batch.
+    size = min(batch_bytes, FIRST_CHUNK_BYTES)
     try:
         while True:
             try:
-                block = stream.read(batch_bytes)
+                block = stream.read(size)
+                size = min(size * 4, batch_bytes)
             except STREAM_ERRORS as exc:
                 raise InputError(f"{path}: compressed stream is truncated or corrupt ({exc})") from exc
             if not block:
