@@ -227,7 +227,7 @@ class _SourceTally:
 
     def add(self, batch: KgBatch, kept: int) -> None:
         self.loaded += kept
-        self.metadata += len(batch.meta)
+        self.metadata += len(batch.meta) + batch.unparsed_meta_count
         self.filtered.update(batch.filtered)
         self.reject_reasons.update(r.reason for r in batch.rejects)
 
@@ -373,11 +373,13 @@ class _StoreWriter:
             batch, meta = payload
             try:
                 self.store.bulk_load(batch.raw, ox.RdfFormat.N_TRIPLES)
+                if batch.unparsed_meta:
+                    self.store.bulk_load(batch.unparsed_meta, ox.RdfFormat.N_QUADS)
             except (SyntaxError, ValueError):
                 self._finished.put((batch, False))
                 return
             self.store.bulk_extend(meta)
-            batch.raw = None  # loaded: the bytes need not wait for the caller
+            batch.raw, batch.unparsed_meta = None, b""  # loaded: the bytes need not wait for the caller
             self._finished.put((batch, True))
         else:
             self.store.bulk_extend(payload)

@@ -35,8 +35,12 @@ class KgBatch:
     lines: int = 0
     bytes_read: int = 0
     # An unparsed batch (plain N-Triples read by ingest/nt_scan.py): its facts are only in `raw`,
-    # counted in `unparsed_facts`, their degrees in `degrees` (id, n); `reparse` gives the same
-    # slice parsed and validated line by line, for when the store's parser rejects `raw`.
+    # counted in `unparsed_facts`, their degrees in `degrees` (id, n); metadata rows, besides
+    # `meta`, in `unparsed_meta` (N-Quads in the metadata graph), counted in
+    # `unparsed_meta_count`; `reparse` gives the same slice parsed and validated line by line,
+    # for when the store's parser rejects `raw` or `unparsed_meta`.
     unparsed_facts: int = 0
     degrees: pa.Table | None = None
+    unparsed_meta: bytes = b""
+    unparsed_meta_count: int = 0
     reparse: Callable[[], KgBatch] | None = None

@@ -4,12 +4,12 @@ lines are facts and which metadata, and how often each entity is named (its degr
 The scan does not validate. The store's own parser (`bulk_load`) does, and a batch it rejects is
 parsed again line by line (see ingest/rdf_reader.py). So the scan only has to be exact on input
 that parses; it reads one plain form, `S P O .` with single spaces and no escape in an IRI, and
-declines (returns None) a batch with any other line, for the Python parser to take.
+declines (returns None) a batch with any other line, or with a blank node (which bulk_load
+renames), for the Python parser to take.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,14 +29,32 @@ class NtScan:
     # The bytes to bulk-load: the batch itself when no line is metadata, else its fact lines.
     facts: bytes
     fact_count: int
-    # The lines whose predicate is a metadata predicate (b"" when none), for the caller to route.
+    # The lines whose predicate is a metadata predicate and that `plain_metadata` did not take
+    # (b"" when none), for the caller to route.
     meta_lines: bytes
     # id (an IRI, or `_:label` for a blank node) -> how many fact lines name it as subject or
     # (non-literal) object; a line counts twice for an entity that is both.
     degrees: pa.Table
+    # Metadata lines kept here (see `plain_metadata`), as N-Quads in the metadata graph.
+    meta_nquads: bytes = b""
+    meta_kept: int = 0
 
 
-def scan_ntriples(data: bytes, meta_predicates: Iterable[str]) -> NtScan | None:
+@dataclass(frozen=True)
+class MetadataRouting:
+    """How metadata lines are routed: predicates (IRIs), kept languages, the graph they go to."""
+
+    predicates: tuple[str, ...]
+    languages: frozenset[str]
+    graph: str
+
+
+# `<iri> <iri> "text"@lang .`: an IRI subject, a literal with no escape, no datatype (so no `^^`),
+# an optional language tag. Any other metadata line is left to the caller.
+_PLAIN_METADATA = r'^<[^>]*> <[^>]*> "[^"\\]*"(?:@(?P<lang>[A-Za-z][A-Za-z0-9-]*))? \.\r?\n?$'
+
+
+def scan_ntriples(data: bytes, meta: MetadataRouting) -> NtScan | None:
     """Scan `data` (whole N-Triples lines); None when a line is not in the plain form."""
     try:
         lines = _lines(data).cast(pa.large_string())  # also checks that the batch is UTF-8
@@ -60,23 +78,45 @@ def scan_ntriples(data: bytes, meta_predicates: Iterable[str]) -> NtScan | None:
     )
     if len(triples) and not pc.all(plain).as_py():
         return None
+    # The store's bulk_load renames blank nodes (a new random id per load), so the entity table
+    # would name nodes the store does not hold: a batch with one is parsed in Python.
+    if pc.any(pc.or_(pc.starts_with(subject, "_:"), pc.starts_with(obj, "_:"))).as_py():
+        return None
     if pc.any(pc.match_substring(triples, "\\")).as_py():
         escaped = pc.or_(pc.or_(pc.match_substring(subject, "\\"), pc.match_substring(predicate, "\\")),
                          pc.and_(pc.invert(literal), pc.match_substring(obj, "\\")))
         if pc.any(escaped).as_py():
             return None
-    meta = pc.is_in(predicate, pa.array([f"<{iri}>" for iri in meta_predicates], pa.large_string()))
-    has_meta = pc.any(meta).as_py() is True
-    if has_meta:
-        keep = pc.invert(meta)
-        subject, obj, literal = pc.filter(subject, keep), pc.filter(obj, keep), pc.filter(literal, keep)
+    is_meta = pc.is_in(predicate, pa.array([f"<{iri}>" for iri in meta.predicates], pa.large_string()))
+    if pc.any(is_meta).as_py() is not True:
+        nodes = pa.concat_arrays([subject, pc.filter(obj, pc.invert(literal))])
+        return NtScan(facts=data, fact_count=len(subject), meta_lines=b"", degrees=_value_counts(nodes))
+    keep = pc.invert(is_meta)
+    subject, obj, literal = pc.filter(subject, keep), pc.filter(obj, keep), pc.filter(literal, keep)
     nodes = pa.concat_arrays([subject, pc.filter(obj, pc.invert(literal))])
-    return NtScan(
-        facts=_joined(pc.filter(triples, keep)) if has_meta else data,
-        fact_count=len(subject),
-        meta_lines=_joined(pc.filter(triples, meta)) if has_meta else b"",
-        degrees=_value_counts(nodes),
-    )
+    scan = NtScan(facts=_joined(pc.filter(triples, keep)), fact_count=len(subject), meta_lines=b"",
+                  degrees=_value_counts(nodes))
+    plain_metadata(pc.filter(triples, is_meta), meta, scan)
+    return scan
+
+
+def plain_metadata(lines: pa.Array, meta: MetadataRouting, scan: NtScan) -> None:
+    """Keep the metadata lines of the plain form `<iri> <iri> "text"@lang .` (no escape) whose
+    language is none or one of `meta.languages` (or whose primary subtag is), as the generic
+    profile would, as N-Quads in `meta.graph` (the store's parser validates them). The other
+    lines, other languages included, go to `scan.meta_lines` for Python to parse: a line left
+    out here must still be checked, and rejected if it does not parse."""
+    found = pc.extract_regex(lines, _PLAIN_METADATA)
+    plain = pc.is_valid(found)
+    lang = pc.utf8_lower(found.field("lang"))  # the store writes language tags in lower case
+    wanted = pa.array(sorted(meta.languages), pa.large_string())
+    primary = pc.extract_regex(lang, r"^(?P<primary>[^-]*)").field("primary")
+    lang_ok = pc.or_kleene(pc.is_null(lang), pc.or_kleene(pc.is_in(lang, wanted), pc.is_in(primary, wanted)))
+    kept = pc.and_(plain, pc.fill_null(lang_ok, False))
+    scan.meta_kept = pc.sum(kept).as_py() or 0
+    quads = pc.replace_substring_regex(pc.filter(lines, kept), r" \.\r?\n?$", f" <{meta.graph}> .\n")
+    scan.meta_nquads = _joined(quads.combine_chunks() if isinstance(quads, pa.ChunkedArray) else quads)
+    scan.meta_lines = _joined(pc.filter(lines, pc.invert(kept)))
 
 
 def _lines(data: bytes) -> pa.Array:

@@ -21,9 +21,10 @@ import pyoxigraph as ox
 from ingest.errors import InputError
 from ingest.kg_batch import KgBatch
 from ingest.kg_profiles import META_PREDICATE_IRIS, GenericProfile, Profile
-from ingest.nt_scan import scan_ntriples
+from ingest.nt_scan import MetadataRouting, scan_ntriples
 from ingest.rejects import Reject
 from ingest.sources import STREAM_ERRORS, open_input
+from ingest.terms import META_GRAPH
 
 Mend = Callable[[bytes], bytes | None]
 # Bytes per line batch. An unparsed batch is larger: the store loads fewer, larger batches
@@ -112,7 +113,9 @@ def parse_batch(
     batch = KgBatch()
     try:
         quads = list(ox.parse(data, fmt))
-        if fmt == ox.RdfFormat.N_TRIPLES:
+        # bulk_load renames blank nodes (a new random id per load), so a batch that may hold one
+        # is loaded from its parsed quads, which keep the labels the entity table names.
+        if fmt == ox.RdfFormat.N_TRIPLES and b"_:" not in data:
             batch.raw = data
     except (SyntaxError, ValueError):
         quads = _parse_lines_one_by_one(_split_lines(data), first_line, name, fmt, mend, batch)
@@ -126,10 +129,12 @@ def parse_batch(
 def _unparsed_batch(data: bytes, first_line: int, name: str, profile: Profile) -> KgBatch | None:
     """The batch left for the store to parse, with its metadata lines routed here; None when the
     scan declines it or a metadata line does not parse (the caller then parses it whole)."""
-    scan = scan_ntriples(data, META_PREDICATE_IRIS)
+    assert isinstance(profile, GenericProfile)
+    scan = scan_ntriples(data, MetadataRouting(META_PREDICATE_IRIS, profile.languages, META_GRAPH))
     if scan is None:
         return None
-    batch = KgBatch(raw=scan.facts, unparsed_facts=scan.fact_count, degrees=scan.degrees)
+    batch = KgBatch(raw=scan.facts, unparsed_facts=scan.fact_count, degrees=scan.degrees,
+                    unparsed_meta=scan.meta_nquads, unparsed_meta_count=scan.meta_kept)
     if scan.meta_lines:
         try:
             profile.route(ox.parse(scan.meta_lines, ox.RdfFormat.N_TRIPLES), batch)
