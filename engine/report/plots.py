@@ -116,7 +116,7 @@ def funnel(title: str, stages: list[tuple[str, float | None]], n: int) -> str:
     """Horizontal bars: the share of questions whose gold answer reached each stage."""
     row = 30
     height = TOP + row * len(stages) + 30
-    label_w, bar_w = 190, WIDTH - 190 - 60
+    label_w, bar_w = 215, WIDTH - 215 - 50
     parts = [f'<svg class="plot" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
              f'role="img" aria-label="{escape(title)}">',
              f'<text x="{WIDTH / 2}" y="16" class="pt">{escape(title)}</text>']
