@@ -372,9 +372,11 @@ class _StoreWriter:
         elif kind == "unparsed":
             batch, meta = payload
             try:
-                self.store.bulk_load(batch.raw, ox.RdfFormat.N_TRIPLES)
+                # One load, so one set of new files in the store: N-Triples lines are N-Quads too.
                 if batch.unparsed_meta:
-                    self.store.bulk_load(batch.unparsed_meta, ox.RdfFormat.N_QUADS)
+                    self.store.bulk_load(batch.raw + batch.unparsed_meta, ox.RdfFormat.N_QUADS)
+                else:
+                    self.store.bulk_load(batch.raw, ox.RdfFormat.N_TRIPLES)
             except (SyntaxError, ValueError):
                 self._finished.put((batch, False))
                 return
