@@ -39,6 +39,8 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-llm.txt requirement
 	$(PY) cli.py embed export
 	# A build that crashes on a multi-token prompt (an AMX build from an older setup) is rebuilt.
 	$(LLAMA_SMOKE) || { CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir --force-reinstall --no-deps -r requirements-llm.txt && $(LLAMA_SMOKE); }
+	# Debian's chromium for the report's browser tests (tests/test_report_browser.py); needs root, else they skip.
+	command -v chromium > /dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver > /dev/null; } || echo "chromium not installed: the browser tests will skip"
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv with every dependency and the default models (idempotent)
@@ -65,11 +67,13 @@ index: setup  ## build the index that $(INDEX_CONFIG) describes (default: the de
 DEMO_METHODS ?= tog
 DEMO_FLAGS ?=                # more batch flags, e.g. --set hydra.doc_entities=reached
 
-demo: index  ## build the demo index, answer the demo questions with tog, print the scores
+demo: index  ## build the demo index, answer the demo questions with tog, print the scores, write the HTML report
 	$(PY) cli.py kg stats --index $(INDEX)
 	$(PY) cli.py docs stats --index $(INDEX)
 	$(PY) cli.py batch --index $(INDEX) --questions data/demo/questions.jsonl --methods $(DEMO_METHODS) $(if $(DEMO_LLM),--llm $(DEMO_LLM)) --out $(DEMO_OUT) $(DEMO_FLAGS)
 	$(PY) cli.py eval $(DEMO_OUT)
+	$(PY) cli.py report $(DEMO_OUT) --out $(DEMO_OUT)/report.html
+	@echo "report: $(DEMO_OUT)/report.html"
 
 # ---- paper-style evaluation (README tables): 50 sampled questions (seed 0) per dataset ------
 SHARED ?= ../shared/data
