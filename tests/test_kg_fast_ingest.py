@@ -175,3 +175,14 @@ def test_blank_nodes_keep_their_labels_in_the_store(tmp_path: Path, monkeypatch:
         subjects = {q.subject for q in store.quads_for_pattern(None, ox.NamedNode("http://ex.org/knows"), None)}
         assert ox.BlankNode("n1") in subjects and sum(isinstance(t, ox.BlankNode) for t in subjects) == 1
         del store
+
+
+def test_a_batch_the_scan_declines_is_parsed_in_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch that the scan declines (tabs, a trailing comment, no space before the dot) is
+    parsed in Python, with the same tables."""
+    data = (b"<http://ex.org/a>\t<http://ex.org/p>\t<http://ex.org/b> .\n"
+            b"<http://ex.org/b> <http://ex.org/p> <http://ex.org/c> . # c\n"
+            b"<http://ex.org/c> <http://ex.org/q> <http://ex.org/a>.\n")
+    assert scan_ntriples(data, ROUTING) is None
+    counts = same_outputs(build_both(tmp_path, data, monkeypatch))
+    assert (counts["triples"], counts["entities"]) == (3, 3)
