@@ -213,7 +213,11 @@ def run(results_dir: Path) -> dict[str, Any]:
     export_onnx()
     root = Path(tempfile.mkdtemp(prefix="localkg-bench-embed-"))
     try:
-        result: dict[str, Any] = {"speed": _speed(_texts(), threads), "retrieval": _retrieval(root), "linking": _linking(root)}
+        result: dict[str, Any] = {"speed": _speed(_texts(), threads)}
+        print(f"embed bench: speed {json.dumps(result['speed']['backends'])}", file=sys.stderr)
+        result["retrieval"] = _retrieval(root)
+        print(f"embed bench: retrieval {json.dumps(result['retrieval'])}", file=sys.stderr)
+        result["linking"] = _linking(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     int8, torch_ = result["retrieval"]["onnx-int8"], result["retrieval"]["torch"]
