@@ -70,8 +70,8 @@ def scan_ntriples(data: bytes, meta: MetadataRouting) -> NtScan | None:
     subject, predicate, obj, tail = (pc.list_element(parts, i) for i in range(4))
     literal = pc.starts_with(obj, '"')
     # Each token must be one whole term: on a line that parses, two terms run together (`<a><b>`)
-    # leave a later token that fails these tests. A `\\` escape (`\\u0041` spells `A`) makes an
-    # IRI's value differ from its text.
+    # leave a later token that fails these tests. A backslash escape (`\u0041` spells `A`) makes
+    # an IRI's value differ from its text.
     plain = pc.and_(
         pc.and_(_is_node(subject), _is_iri(predicate)),
         pc.or_(literal, pc.and_(_is_node(obj), pc.is_in(tail, _TAILS))),
