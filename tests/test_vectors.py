@@ -19,7 +19,12 @@ import pytest
 
 from engine.access.documents import ParquetDocumentStore
 from index.doc_stage import DocOptions, DocSource, build_documents, build_vectors
-from index.embedder import PROBE_TEXT, SentenceTransformerEmbedder, default_model_path, model_fingerprint
+from index.embedder import (
+    PROBE_TEXT,
+    SentenceTransformerEmbedder,
+    default_model_path,
+    model_fingerprint,
+)
 from index.paths import IndexPaths
 from index.vectors import choose_kind
 from ingest.errors import IndexError_, ModelError
