@@ -249,8 +249,9 @@ def sparse_overlap(root: Path, k: int = 10, queries: int = 100, seed: int = 0) -
             "mean_overlap_at_k": round(sum(overlaps) / len(overlaps), 4), "top1_agreement": round(top1 / len(overlaps), 4)}
 
 
-def measure_embedding(root: Path) -> dict[str, Any]:
-    """Chunks/s of the vectors stage (torch, this process's threads) on a small generated slice."""
+def measure_embedding(root: Path, backend: str = "torch") -> dict[str, Any]:
+    """Chunks/s of the vectors stage on a small generated slice, with an embedding backend
+    (torch: this process's torch threads; onnx-int8: as many one-thread calls as cores)."""
     import torch
 
     from index.build import build_index
@@ -260,12 +261,33 @@ def measure_embedding(root: Path) -> dict[str, Any]:
     xml = root / "embed.xml"
     generate_pages_articles(xml, 1, max_pages=EMBED_SLICE_PAGES)
     source = DocSource(xml, "wikipedia-xml", "wiki")
-    build_index(root / "embed", [], [source], doc_options={"vectors": False})
-    report = build_index(root / "embed", [], [], doc_options={"vectors": True})
+    out = root / f"embed-{backend}"
+    build_index(out, [], [source], doc_options={"vectors": False, "embed_backend": backend})
+    report = build_index(out, [], [], doc_options={"vectors": True})
     counts = report.stage_counts["vectors"]
-    return {"chunks": counts["chunk_vectors"], "entity_labels": counts["entity_vectors"],
-            "seconds": round(report.seconds, 2), "torch_threads": torch.get_num_threads(),
+    threads = torch.get_num_threads() if backend == "torch" else os.cpu_count()
+    return {"backend": backend, "chunks": counts["chunk_vectors"], "entity_labels": counts["entity_vectors"],
+            "seconds": round(report.seconds, 2), "torch_threads": threads,
             "chunks_per_s": round(counts["chunk_vectors"] / report.seconds, 2)}  # labels' time counted too
+
+
+def add_embedding_backends(results_dir: Path) -> dict[str, Any]:
+    """Measure the slice's embedding with torch and onnx-int8 (one process, one after the other),
+    put both and their projections into an existing wikiscale.json, rewrite its summary."""
+    path = results_dir / "wikiscale.json"
+    result = json.loads(path.read_text(encoding="utf-8"))
+    root = Path(tempfile.mkdtemp(prefix="localkg-wikiscale-embed-"))
+    try:
+        result["embedding"] = measure_embedding(root / "torch", "torch")
+        result["embedding_onnx_int8"] = measure_embedding(root / "int8", "onnx-int8")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    result["enwiki_projection"] = project(result["build"], result["embedding"])
+    result["enwiki_projection_onnx_int8"] = project(result["build"], result["embedding_onnx_int8"])
+    result.pop("markdown", None)
+    result["markdown"] = _markdown(result)
+    path.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
 
 
 def project(build: dict[str, Any], embed: dict[str, Any]) -> dict[str, Any]:
@@ -298,10 +320,13 @@ def run(results_dir: Path, target_bytes: int | None = None) -> dict[str, Any]:
         overlap = sparse_overlap(root / "overlap")
         _say("embedding a slice")
         embed = measure_embedding(root / "embed-slice")
+        embed_int8 = measure_embedding(root / "embed-slice-int8", "onnx-int8")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     result: dict[str, Any] = {"cpu_count": os.cpu_count(), "generated": generated, "build": build, "bm25s": bm25s,
-                              "sparse_overlap": overlap, "embedding": embed, "enwiki_projection": project(build, embed)}
+                              "sparse_overlap": overlap, "embedding": embed, "enwiki_projection": project(build, embed),
+                              "embedding_onnx_int8": embed_int8,
+                              "enwiki_projection_onnx_int8": project(build, embed_int8)}
     result["markdown"] = _markdown(result)
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "wikiscale.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
@@ -341,8 +366,24 @@ def _markdown(r: dict[str, Any]) -> str:
         f"{e['chunks_per_s']} |",
         f"| English Wikipedia ({p['articles']:,} articles, {p['chunks']:,} chunks), `--vectors none` | {p['hours_vectors_none']} h |",
         f"| English Wikipedia, `--vectors all` (or `linked`: nearly every article links) | {p['hours_vectors_all']} h |",
+        *_int8_rows(r),
     ])
 
 
+def _int8_rows(r: dict[str, Any]) -> list[str]:
+    """The onnx-int8 rows, when `add_embedding_backends` measured them."""
+    if "embedding_onnx_int8" not in r:
+        return []
+    e, p = r["embedding_onnx_int8"], r["enwiki_projection_onnx_int8"]
+    return [f"| embedding chunks/s, `--embed-backend onnx-int8` ({e['chunks']:,} chunks, {e['torch_threads']} one-thread calls at once) | "
+            f"{e['chunks_per_s']} |",
+            f"| English Wikipedia, `--vectors all --embed-backend onnx-int8` | {p['hours_vectors_all']} h |"]
+
+
 if __name__ == "__main__":
-    print(run(REPO / "bench" / "results")["markdown"])
+    # --embedding-only: measure the slice's embedding with torch and onnx-int8 and add them to the
+    # existing bench/results/wikiscale.json (the build part is left as it was measured).
+    if sys.argv[1:] == ["--embedding-only"]:
+        print(add_embedding_backends(REPO / "bench" / "results")["markdown"])
+    else:
+        print(run(REPO / "bench" / "results")["markdown"])
