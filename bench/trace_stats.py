@@ -15,16 +15,7 @@ the LLM's selection (top W_max), and in the final answer (Hits@1), counted over 
 question ran ("any phase") and over the initial phase alone; then, for the questions answered
 wrongly, the last stage that still held the gold answer.
 
-The trace layout read here is the one `engine/methods/hydra.py` writes:
-- `extra.subgraph`: the question subgraph's summary, with `gold` (the gold answers among its
-  entity names);
-- `extra.trace`: one step per phase run, `{"phase": "initial" | "refined" | "predicted" |
-  "fallback", ...}`, with `bfs` (a list, one entry per path search: `entities`, `gold`),
-  `relevance` and `cross` (`n`, `top`, `entities`, `gold`) and `selected` (`texts`,
-  `entities`, `gold`).
-Each stage's `gold` list is what counts (the method computes it before capping `entities` at
-`trace_max_entities`); a stage without `gold` is matched here by its `entities` (names equal
-to a gold answer or alias, normalised) and `texts` (gold named as whole words).
+The trace layout it reads is described in `engine/report/stage_recall.py`, which computes it.
 """
 
 from __future__ import annotations

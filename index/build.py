@@ -249,10 +249,8 @@ def _model_fingerprint(doc_options: Any) -> str:
     """The fingerprint of the embedding model on its backend (ModelError when it cannot be found
     or its server does not answer); torch's is the model folder's content fingerprint."""
     from index.embed_backends import open_embedder
-    from index.embedder import model_fingerprint, resolve_model_path
 
-    if doc_options.embed_backend == "torch":
-        return model_fingerprint(resolve_model_path(doc_options.embed_model))
+    # loads no model: local backends hash the folder's files, a server is asked its model's name
     return open_embedder(doc_options.embed_model, doc_options.embed_backend, doc_options.embed_server).fingerprint
 
 

@@ -36,6 +36,22 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def pq2h_index(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
+    """The PathQuestion 2-hop KB, built once per session (the batch tests read it)."""
+    from index.build import build_index
+    from index.kg_stage import KgSource
+
+    out = tmp_path_factory.mktemp("indexes") / "pq2h"
+    build_index(out, [KgSource(shared_data / "pathquestion" / "2H-kb.txt", "tsv")], [])
+    return out
+
+
+@pytest.fixture(scope="session")
+def pq2h_questions(shared_data: Path) -> Path:
+    return shared_data / "pathquestion" / "PQ-2H.txt"
+
+
+@pytest.fixture(scope="session")
 def metaqa_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The full MetaQA KB (133,582 triples) built once per session."""
     if not (SHARED_DATA / "metaqa" / "kb").exists():

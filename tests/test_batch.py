@@ -86,21 +86,6 @@ def fake_backend(fake_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return fake_dir
 
 
-@pytest.fixture(scope="module")
-def pq_index(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    from index.build import build_index
-    from index.kg_stage import KgSource
-
-    out = tmp_path_factory.mktemp("indexes") / "pq2h"
-    build_index(out, [KgSource(shared_data / "pathquestion" / "2H-kb.txt", "tsv")], [])
-    return out
-
-
-@pytest.fixture(scope="module")
-def pq_questions(shared_data: Path) -> Path:
-    return shared_data / "pathquestion" / "PQ-2H.txt"
-
-
 def _ids(path: Path) -> list[str]:
     records, problems = read_records(path)
     assert not problems, problems
@@ -113,9 +98,9 @@ def _options(index: Path, questions: Path, out: Path, methods: list[str], **kwar
     return BatchOptions(index=index, questions=questions, methods=methods, out=out, **kwargs)
 
 
-def test_batch_writes_records_and_run_json(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_batch_writes_records_and_run_json(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    report = run_batch(_options(pq_index, pq_questions, out, ["oracle", "flaky"], limit=12))
+    report = run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle", "flaky"], limit=12))
     assert report.ran == 24 and report.errors == 1 and report.already_done == 0
     oracle = [json.loads(line) for line in (out / "oracle.jsonl").read_text().splitlines()]
     assert [r["id"] for r in oracle] == [f"PQ-2H-{i}" for i in range(1, 13)]
@@ -136,63 +121,63 @@ def test_batch_writes_records_and_run_json(fake_backend: Path, pq_index: Path, p
     assert run["methods"]["oracle"]["config_hash"] == first["config_hash"]  # one hash, record and run
     assert "python" in run["versions"] and run["command"]
     # Running again is a no-op: everything is done.
-    again = run_batch(_options(pq_index, pq_questions, out, ["oracle", "flaky"], limit=12))
+    again = run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle", "flaky"], limit=12))
     assert again.ran == 0 and again.already_done == 24
 
 
-def test_retry_errors_answers_failed_questions_again(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_retry_errors_answers_failed_questions_again(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    run_batch(_options(pq_index, pq_questions, out, ["flaky"], limit=5))
-    report = run_batch(_options(pq_index, pq_questions, out, ["flaky"], limit=5, retry_errors=True))
+    run_batch(_options(pq2h_index, pq2h_questions, out, ["flaky"], limit=5))
+    report = run_batch(_options(pq2h_index, pq2h_questions, out, ["flaky"], limit=5, retry_errors=True))
     assert report.ran == 1 and report.already_done == 4
     assert sorted(_ids(out / "flaky.jsonl")) == sorted(f"PQ-2H-{i}" for i in range(1, 6))
 
 
-def test_config_change_is_refused_unless_forced(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_config_change_is_refused_unless_forced(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3))
+    run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle"], limit=3))
     with pytest.raises(BatchError, match=r"oracle config \(beam 3 -> 5\).*--restart.*--force-config"):
-        run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, settings=["beam=5"]))
+        run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle"], limit=3, settings=["beam=5"]))
     with pytest.raises(BatchError, match="questions limit"):
-        run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=4))
+        run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle"], limit=4))
     replies = tmp_path / "replies.json"
     replies.write_text("[]")
     with pytest.raises(BatchError, match="model"):
-        run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, llm=f"scripted:{replies}"))
+        run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle"], limit=3, llm=f"scripted:{replies}"))
     # A new method may join the run; a forced change is recorded.
-    run_batch(_options(pq_index, pq_questions, out, ["oracle", "slow"], limit=3))
-    run_batch(_options(pq_index, pq_questions, out, ["oracle"], limit=3, settings=["oracle.beam=5"], force_config=True))
+    run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle", "slow"], limit=3))
+    run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle"], limit=3, settings=["oracle.beam=5"], force_config=True))
     run = json.loads((out / "run.json").read_text())
     assert run["methods"]["oracle"]["config"]["beam"] == 5 and "slow" in run["methods"]
     assert "oracle config (beam 3 -> 5)" in run["history"][0]["forced"][0]
 
 
-def test_a_config_change_of_a_method_without_records_needs_no_flag(fake_backend: Path, pq_index: Path,
-                                                                   pq_questions: Path, tmp_path: Path) -> None:
+def test_a_config_change_of_a_method_without_records_needs_no_flag(fake_backend: Path, pq2h_index: Path,
+                                                                   pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    run_batch(_options(pq_index, pq_questions, out, ["oracle", "slow"], limit=3))
+    run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle", "slow"], limit=3))
     (out / "slow.jsonl").write_text("")  # its records moved away by hand: nothing left to mix
-    report = run_batch(_options(pq_index, pq_questions, out, ["slow"], limit=3, settings=["slow.beam=5"]))
+    report = run_batch(_options(pq2h_index, pq2h_questions, out, ["slow"], limit=3, settings=["slow.beam=5"]))
     assert report.ran == 3
     run = json.loads((out / "run.json").read_text())
     assert run["methods"]["slow"]["config"]["beam"] == 5 and run["methods"]["oracle"]["config"]["beam"] == 3
     with pytest.raises(BatchError, match=r"slow config \(beam 5 -> 7\)"):  # now it has records again
-        run_batch(_options(pq_index, pq_questions, out, ["slow"], limit=3, settings=["slow.beam=7"]))
+        run_batch(_options(pq2h_index, pq2h_questions, out, ["slow"], limit=3, settings=["slow.beam=7"]))
 
 
-def test_settings_and_methods_are_checked(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_settings_and_methods_are_checked(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown method nope"):
-        run_batch(_options(pq_index, pq_questions, tmp_path / "a", ["oracle", "nope"]))
+        run_batch(_options(pq2h_index, pq2h_questions, tmp_path / "a", ["oracle", "nope"]))
     with pytest.raises(InputError, match="no such config key; known keys: beam, temperature"):
-        run_batch(_options(pq_index, pq_questions, tmp_path / "b", ["oracle"], settings=["bean=2"]))
+        run_batch(_options(pq2h_index, pq2h_questions, tmp_path / "b", ["oracle"], settings=["bean=2"]))
     with pytest.raises(InputError, match="plugin module 'no_such_plugin' not found"):
-        run_batch(_options(pq_index, pq_questions, tmp_path / "c", ["oracle"], plugins=["no_such_plugin"]))
+        run_batch(_options(pq2h_index, pq2h_questions, tmp_path / "c", ["oracle"], plugins=["no_such_plugin"]))
 
 
-def test_fatal_model_error_stops_the_batch(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_fatal_model_error_stops_the_batch(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     with pytest.raises(ModelError, match="vanished"):
-        run_batch(_options(pq_index, pq_questions, out, ["oracle", "broken-model"], limit=3))
+        run_batch(_options(pq2h_index, pq2h_questions, out, ["oracle", "broken-model"], limit=3))
     assert json.loads((out / "run.json").read_text())["status"] == "failed"
     assert _ids(out / "oracle.jsonl") == ["PQ-2H-1"]  # what was answered before the stop is kept
 
@@ -255,12 +240,12 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_kill_9_then_resume_gives_exactly_one_record_each(
-    fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path, workers: int
+    fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path, workers: int
 ) -> None:
     out = tmp_path / "run"
     pid_log = tmp_path / "pids.txt"
     env = {**os.environ, "FAKE_DELAY": "0.04", "FAKE_PID_LOG": str(pid_log)}
-    command = _batch_command(pq_index, pq_questions, out, "--workers", str(workers))
+    command = _batch_command(pq2h_index, pq2h_questions, out, "--workers", str(workers))
     proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _wait_for_records(out, 12, proc)
@@ -299,14 +284,14 @@ def test_kill_9_then_resume_gives_exactly_one_record_each(
     assert summary["methods"]["slow"]["hits1"] == 0.0
 
 
-def test_a_second_writer_is_refused(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_a_second_writer_is_refused(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     env = {**os.environ, "FAKE_DELAY": "0.05"}
-    proc = subprocess.Popen(_batch_command(pq_index, pq_questions, out), cwd=REPO, env=env,
+    proc = subprocess.Popen(_batch_command(pq2h_index, pq2h_questions, out), cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _wait_for_records(out, 1, proc)
-        second = subprocess.run(_batch_command(pq_index, pq_questions, out), cwd=REPO, env=env,
+        second = subprocess.run(_batch_command(pq2h_index, pq2h_questions, out), cwd=REPO, env=env,
                                 capture_output=True, text=True, timeout=60)
         assert second.returncode == 2
         assert "another batch is writing to this run folder" in second.stderr
@@ -316,7 +301,7 @@ def test_a_second_writer_is_refused(fake_backend: Path, pq_index: Path, pq_quest
 
 
 @pytest.mark.slow
-def test_real_io_method_end_to_end(pq_index: Path, pq_questions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_io_method_end_to_end(pq2h_index: Path, pq2h_questions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real io method with the default GGUF model: records carry real LLM costs."""
     from engine.llm.models import resolve_local
     from engine.runs.evaluate import evaluate_run
@@ -327,7 +312,7 @@ def test_real_io_method_end_to_end(pq_index: Path, pq_questions: Path, tmp_path:
     except ModelError as exc:
         pytest.skip(f"default model not installed: {exc}")
     out = tmp_path / "run"
-    report = run_batch(_options(pq_index, pq_questions, out, ["io"], limit=2, llm=None, plugins=[]))
+    report = run_batch(_options(pq2h_index, pq2h_questions, out, ["io"], limit=2, llm=None, plugins=[]))
     assert report.ran == 2 and report.errors == 0
     records = [json.loads(line) for line in (out / "io.jsonl").read_text().splitlines()]
     assert [r["id"] for r in records] == ["PQ-2H-1", "PQ-2H-2"]
@@ -356,21 +341,21 @@ def _selection(out: Path, method: str = "oracle") -> dict[str, Any]:
     return questions
 
 
-def _pq_lines(pq_questions: Path, count: int) -> str:
-    return "".join(pq_questions.read_text(encoding="utf-8").splitlines(keepends=True)[:count])
+def _pq_lines(pq2h_questions: Path, count: int) -> str:
+    return "".join(pq2h_questions.read_text(encoding="utf-8").splitlines(keepends=True)[:count])
 
 
-def test_cli_format_can_be_forced(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_cli_format_can_be_forced(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     # PathQuestion lines in a file named like JSONL: detection goes by the name and fails...
     misnamed = tmp_path / "pq.jsonl"
-    misnamed.write_text(_pq_lines(pq_questions, 4), encoding="utf-8")
-    auto = _cli_batch(pq_index, misnamed, tmp_path / "auto")
+    misnamed.write_text(_pq_lines(pq2h_questions, 4), encoding="utf-8")
+    auto = _cli_batch(pq2h_index, misnamed, tmp_path / "auto")
     assert auto.exit_code == 2
     assert f"{misnamed}:1: not valid JSON" in auto.output
     assert not (tmp_path / "auto").exists()  # refused before the run folder was made
     # ...and --format reads it as what it is.
     out = tmp_path / "forced"
-    forced = _cli_batch(pq_index, misnamed, out, "--format", "pathquestion")
+    forced = _cli_batch(pq2h_index, misnamed, out, "--format", "pathquestion")
     assert forced.exit_code == 0, forced.output
     assert ": 4 answered now" in forced.output
     selection = _selection(out)
@@ -380,11 +365,11 @@ def test_cli_format_can_be_forced(fake_backend: Path, pq_index: Path, pq_questio
     assert first["extra"]["gold"]["relations"] == ["spouse", "nationality"]  # PathQuestion's gold path
     # run.json keeps the format that was used, so a resume that says it again (or that detects
     # the same format) is the same run.
-    again = _cli_batch(pq_index, misnamed, out, "--format", "pathquestion")
+    again = _cli_batch(pq2h_index, misnamed, out, "--format", "pathquestion")
     assert again.exit_code == 0 and ": 0 answered now" in again.output and "), 4 already done" in again.output
-    same = _cli_batch(pq_index, pq_questions, tmp_path / "same", "--format", "pathquestion", "--limit", "2")
+    same = _cli_batch(pq2h_index, pq2h_questions, tmp_path / "same", "--format", "pathquestion", "--limit", "2")
     assert same.exit_code == 0, same.output
-    detected = _cli_batch(pq_index, pq_questions, tmp_path / "same", "--limit", "2")
+    detected = _cli_batch(pq2h_index, pq2h_questions, tmp_path / "same", "--limit", "2")
     assert detected.exit_code == 0, detected.output
     assert ": 0 answered now" in detected.output and "), 2 already done" in detected.output
 
@@ -394,29 +379,29 @@ def test_cli_format_can_be_forced(fake_backend: Path, pq_index: Path, pq_questio
     ("json", ": not valid JSON"),
     ("jsonl", ":1: not valid JSON"),
 ])
-def test_cli_wrong_format_names_the_file(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path,
+def test_cli_wrong_format_names_the_file(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path,
                                          fmt: str, problem: str) -> None:
     out = tmp_path / "run"
-    result = _cli_batch(pq_index, pq_questions, out, "--format", fmt)
+    result = _cli_batch(pq2h_index, pq2h_questions, out, "--format", fmt)
     assert result.exit_code == 2
-    assert f"Error: {pq_questions}{problem}" in result.output
+    assert f"Error: {pq2h_questions}{problem}" in result.output
     assert "Traceback" not in result.output
     assert not out.exists()
 
 
-def test_cli_metaqa_file_as_pathquestion_names_file_and_line(fake_backend: Path, pq_index: Path, shared_data: Path,
+def test_cli_metaqa_file_as_pathquestion_names_file_and_line(fake_backend: Path, pq2h_index: Path, shared_data: Path,
                                                             tmp_path: Path) -> None:
     questions = shared_data / "metaqa" / "questions" / "1-hop" / "qa_dev.txt"
-    result = _cli_batch(pq_index, questions, tmp_path / "run", "--format", "pathquestion")
+    result = _cli_batch(pq2h_index, questions, tmp_path / "run", "--format", "pathquestion")
     assert result.exit_code == 2
     assert f"{questions}:1: expected 'question<TAB>answer(...)<TAB>path', got 2 fields" in result.output
-    unknown = _cli_batch(pq_index, questions, tmp_path / "run", "--format", "csv")
+    unknown = _cli_batch(pq2h_index, questions, tmp_path / "run", "--format", "csv")
     assert unknown.exit_code == 2 and "'csv' is not one of" in unknown.output
 
 
-def test_cli_sample_seed_and_limit(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_cli_sample_seed_and_limit(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     def batch(name: str, *args: str) -> dict[str, Any]:
-        result = _cli_batch(pq_index, pq_questions, tmp_path / name, *args)
+        result = _cli_batch(pq2h_index, pq2h_questions, tmp_path / name, *args)
         assert result.exit_code == 0, result.output
         return _selection(tmp_path / name)
 
@@ -438,26 +423,26 @@ def test_cli_sample_seed_and_limit(fake_backend: Path, pq_index: Path, pq_questi
     f = batch("e", "--limit", "3", "--seed", "9")
     assert f["ids"] == e["ids"] and f["seed"] is None
     # With --sample it is part of the run: resuming with another seed is refused.
-    refused = _cli_batch(pq_index, pq_questions, tmp_path / "a", "--sample", "5", "--seed", "2")
+    refused = _cli_batch(pq2h_index, pq2h_questions, tmp_path / "a", "--sample", "5", "--seed", "2")
     assert refused.exit_code == 2
     assert "questions seed (1 -> 2)" in refused.output and "--force-config" in refused.output
     assert _selection(tmp_path / "a")["ids"] == a["ids"]  # untouched
     # A sample at least as large as the file is the whole file.
     small = tmp_path / "small.txt"
-    small.write_text(_pq_lines(pq_questions, 4), encoding="utf-8")
-    result = _cli_batch(pq_index, small, tmp_path / "all", "--sample", "10", "--seed", "3")
+    small.write_text(_pq_lines(pq2h_questions, 4), encoding="utf-8")
+    result = _cli_batch(pq2h_index, small, tmp_path / "all", "--sample", "10", "--seed", "3")
     assert result.exit_code == 0, result.output
     assert _selection(tmp_path / "all")["ids"] == [f"small-{i}" for i in range(1, 5)]
     for option in ("--sample", "--limit"):
-        bad = _cli_batch(pq_index, pq_questions, tmp_path / "bad", option, "0")
+        bad = _cli_batch(pq2h_index, pq2h_questions, tmp_path / "bad", option, "0")
         assert bad.exit_code == 2 and option in bad.output
     assert not (tmp_path / "bad").exists()
 
 
-def test_cli_resume_writes_no_duplicates(fake_backend: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_cli_resume_writes_no_duplicates(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ("--sample", "6", "--seed", "7")
-    first = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    first = _cli_batch(pq2h_index, pq2h_questions, out, *args, methods="oracle,flaky")
     assert first.exit_code == 0, first.output
     assert "6 questions x 2 methods: 12 answered now" in first.output and "), 0 already done" in first.output
     ids = _selection(out)["ids"]
@@ -466,7 +451,7 @@ def test_cli_resume_writes_no_duplicates(fake_backend: Path, pq_index: Path, pq_
     created = json.loads((out / "run.json").read_text())["created"]
 
     # The same command again: nothing left to do, nothing written.
-    second = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    second = _cli_batch(pq2h_index, pq2h_questions, out, *args, methods="oracle,flaky")
     assert second.exit_code == 0, second.output
     assert ": 0 answered now (oracle 0 (0 errors), flaky 0 (0 errors)), 12 already done" in second.output
     assert {m: (out / f"{m}.jsonl").read_bytes() for m in ("oracle", "flaky")} == files
@@ -478,12 +463,12 @@ def test_cli_resume_writes_no_duplicates(fake_backend: Path, pq_index: Path, pq_
     # only what is missing and each question ends with exactly one record per method.
     kept = b"".join(files["oracle"].splitlines(keepends=True)[:2])
     (out / "oracle.jsonl").write_bytes(kept + files["oracle"].splitlines(keepends=True)[2][:25])
-    third = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    third = _cli_batch(pq2h_index, pq2h_questions, out, *args, methods="oracle,flaky")
     assert third.exit_code == 0, third.output
     assert ": 4 answered now (oracle 4 (0 errors), flaky 0 (0 errors)), 8 already done" in third.output
     assert _ids(out / "oracle.jsonl") == ids and _ids(out / "flaky.jsonl") == ids
     assert (out / "flaky.jsonl").read_bytes() == files["flaky"]
-    fourth = _cli_batch(pq_index, pq_questions, out, *args, methods="oracle,flaky")
+    fourth = _cli_batch(pq2h_index, pq2h_questions, out, *args, methods="oracle,flaky")
     assert fourth.exit_code == 0 and ": 0 answered now" in fourth.output and "), 12 already done" in fourth.output
     assert _ids(out / "oracle.jsonl") == ids
     # eval agrees: no duplicates, nothing missing.
@@ -494,11 +479,11 @@ def test_cli_resume_writes_no_duplicates(fake_backend: Path, pq_index: Path, pq_
         assert (summary[method]["records"], summary[method]["duplicates"], summary[method]["missing"]) == (6, 0, 0)
 
 
-def test_cli_out_that_is_a_file_is_a_clear_error(fake_backend: Path, pq_index: Path, pq_questions: Path,
+def test_cli_out_that_is_a_file_is_a_clear_error(fake_backend: Path, pq2h_index: Path, pq2h_questions: Path,
                                                  tmp_path: Path) -> None:
     blocker = tmp_path / "taken"
     blocker.write_text("not a run folder")
     for out, says in ((blocker, "a file is in the way"), (blocker / "run", "got a file")):
-        result = _cli_batch(pq_index, pq_questions, out, methods="oracle")
+        result = _cli_batch(pq2h_index, pq2h_questions, out, methods="oracle")
         assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output
     assert blocker.read_text() == "not a run folder"

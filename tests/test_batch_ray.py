@@ -67,21 +67,6 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.fixture(scope="module")
-def pq_index(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    from index.build import build_index
-    from index.kg_stage import KgSource
-
-    out = tmp_path_factory.mktemp("indexes") / "pq2h"
-    build_index(out, [KgSource(shared_data / "pathquestion" / "2H-kb.txt", "tsv")], [])
-    return out
-
-
-@pytest.fixture(scope="module")
-def pq_questions(shared_data: Path) -> Path:
-    return shared_data / "pathquestion" / "PQ-2H.txt"
-
-
 def _ids(path: Path) -> list[str]:
     records, problems = read_records(path)
     assert not problems, problems
@@ -117,12 +102,12 @@ def _actor_pids(driver: int) -> list[int]:
     return pids
 
 
-def test_a_local_ray_cluster_answers_and_survives_a_killed_actor(plugin: Path, pq_index: Path, pq_questions: Path,
+def test_a_local_ray_cluster_answers_and_survives_a_killed_actor(plugin: Path, pq2h_index: Path, pq2h_questions: Path,
                                                                 tmp_path: Path) -> None:
     pytest.importorskip("ray")
     out = tmp_path / "run"
-    command = [sys.executable, str(REPO / "cli.py"), "batch", "--index", str(pq_index), "--questions",
-               str(pq_questions), "--methods", "steady", "--out", str(out), "--limit", "24", "--ray", "local",
+    command = [sys.executable, str(REPO / "cli.py"), "batch", "--index", str(pq2h_index), "--questions",
+               str(pq2h_questions), "--methods", "steady", "--out", str(out), "--limit", "24", "--ray", "local",
                "--workers", "2", "--llm", "scripted:", "--plugin", PLUGIN]
     proc = subprocess.Popen(command, cwd=REPO, env={**os.environ, "RAY_TEST_DELAY": "0.2"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -154,11 +139,11 @@ def test_a_local_ray_cluster_answers_and_survives_a_killed_actor(plugin: Path, p
     assert run["status"] == "complete" and run["ray"] == "local" and run["last_session"]["requeued"] == 1
 
 
-def test_a_question_that_kills_two_actors_is_an_error_record(plugin: Path, pq_index: Path, pq_questions: Path,
+def test_a_question_that_kills_two_actors_is_an_error_record(plugin: Path, pq2h_index: Path, pq2h_questions: Path,
                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ray")
     monkeypatch.setenv("RAY_TEST_VICTIM", "PQ-2H-3")
-    options = BatchOptions(index=pq_index, questions=pq_questions, methods=["deadly"], out=tmp_path / "run",
+    options = BatchOptions(index=pq2h_index, questions=pq2h_questions, methods=["deadly"], out=tmp_path / "run",
                            llm="scripted:", plugins=[PLUGIN], limit=6, workers=2, ray="local")
     report = run_batch(options)
     records = {r["id"]: r for r in read_records(tmp_path / "run" / "deadly.jsonl")[0]}

@@ -83,21 +83,6 @@ def plugin(plugin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return plugin_dir
 
 
-@pytest.fixture(scope="module")
-def pq_index(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    from index.build import build_index
-    from index.kg_stage import KgSource
-
-    out = tmp_path_factory.mktemp("indexes") / "pq2h"
-    build_index(out, [KgSource(shared_data / "pathquestion" / "2H-kb.txt", "tsv")], [])
-    return out
-
-
-@pytest.fixture(scope="module")
-def pq_questions(shared_data: Path) -> Path:
-    return shared_data / "pathquestion" / "PQ-2H.txt"
-
-
 def _options(index: Path, questions: Path, out: Path, **kwargs: Any) -> BatchOptions:
     return BatchOptions(index=index, questions=questions, methods=["half-right"], out=out, llm="scripted:",
                         plugins=[PLUGIN], **kwargs)
@@ -144,8 +129,8 @@ def test_the_partition_is_the_same_in_every_process() -> None:
         assert shard_of(i, 5) == int.from_bytes(digest, "big") % 5 + 1
 
 
-def test_shards_split_the_sampled_selection(pq_questions: Path) -> None:
-    questions = read_questions(pq_questions, "pathquestion")
+def test_shards_split_the_sampled_selection(pq2h_questions: Path) -> None:
+    questions = read_questions(pq2h_questions, "pathquestion")
     chosen = select_questions(questions, sample=40, seed=3, limit=30)
     parts = [take_shard(chosen, ShardSpec(k, 4)) for k in range(1, 5)]
     assert sorted(q.id for part in parts for q in part) == sorted(q.id for q in chosen)
@@ -165,13 +150,13 @@ def test_bad_shard_specs_are_refused(spec: str, message: str) -> None:
 # ---- sharded runs ----------------------------------------------------------------------------
 
 
-def test_sharded_runs_merged_by_eval_equal_the_unsharded_run(plugin: Path, pq_index: Path, pq_questions: Path,
+def test_sharded_runs_merged_by_eval_equal_the_unsharded_run(plugin: Path, pq2h_index: Path, pq2h_questions: Path,
                                                              tmp_path: Path) -> None:
     select = {"sample": 40, "seed": 1, "limit": 30}
     whole = tmp_path / "whole"
-    run_batch(_options(pq_index, pq_questions, whole, **select))
+    run_batch(_options(pq2h_index, pq2h_questions, whole, **select))
     for k in (1, 2, 3):
-        report = run_batch(_options(pq_index, pq_questions, tmp_path / "sharded" / f"shard-{k}",
+        report = run_batch(_options(pq2h_index, pq2h_questions, tmp_path / "sharded" / f"shard-{k}",
                                     shard=f"{k}/3", **select))
         run = json.loads((report.out / "run.json").read_text())
         assert run["shard"]["index"] == k and run["shard"]["count"] == 3 and run["shard"]["selected"] == 30
@@ -206,35 +191,35 @@ def test_sharded_runs_merged_by_eval_equal_the_unsharded_run(plugin: Path, pq_in
     assert json.loads((tmp_path / "sharded" / "eval.json").read_text())["status"] == "complete"
 
 
-def test_a_folder_keeps_its_shard(plugin: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_a_folder_keeps_its_shard(plugin: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "shard-1"
-    run_batch(_options(pq_index, pq_questions, out, limit=10, shard="1/2"))
+    run_batch(_options(pq2h_index, pq2h_questions, out, limit=10, shard="1/2"))
     for other in ("2/2", "1/3", None):
         with pytest.raises(BatchError, match=r"holds shard 1/2 of a run, and this command asks for"):
-            run_batch(_options(pq_index, pq_questions, out, limit=10, shard=other, restart=True))
+            run_batch(_options(pq2h_index, pq2h_questions, out, limit=10, shard=other, restart=True))
     whole = tmp_path / "whole"
-    run_batch(_options(pq_index, pq_questions, whole, limit=10))
+    run_batch(_options(pq2h_index, pq2h_questions, whole, limit=10))
     with pytest.raises(BatchError, match=r"holds an unsharded run, and this command asks for --shard 1/2"):
-        run_batch(_options(pq_index, pq_questions, whole, limit=10, shard="1/2"))
-    assert run_batch(_options(pq_index, pq_questions, out, limit=10, shard="1/2")).ran == 0  # same spec: resumes
+        run_batch(_options(pq2h_index, pq2h_questions, whole, limit=10, shard="1/2"))
+    assert run_batch(_options(pq2h_index, pq2h_questions, out, limit=10, shard="1/2")).ran == 0  # same spec: resumes
 
 
-def test_an_empty_shard_completes(plugin: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_an_empty_shard_completes(plugin: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     """A Slurm array of more shards than questions: the empty ones succeed, and eval still merges."""
-    ids = [q.id for q in read_questions(pq_questions, "pathquestion")[:2]]
+    ids = [q.id for q in read_questions(pq2h_questions, "pathquestion")[:2]]
     empty = next(k for k in range(1, 9) if all(shard_of(i, 8) != k for i in ids))
     for k in range(1, 9):
-        run_batch(_options(pq_index, pq_questions, tmp_path / "runs" / f"s{k}", limit=2, shard=f"{k}/8"))
+        run_batch(_options(pq2h_index, pq2h_questions, tmp_path / "runs" / f"s{k}", limit=2, shard=f"{k}/8"))
     assert json.loads((tmp_path / "runs" / f"s{empty}" / "run.json").read_text())["status"] == "complete"
     summary = evaluate_paths([tmp_path / "runs"])[0]
     assert summary["status"] == "complete" and summary["methods"]["half-right"]["records"] == 2
 
 
-def test_a_killed_shard_resumes_without_loss_or_duplication(plugin: Path, pq_index: Path, pq_questions: Path,
+def test_a_killed_shard_resumes_without_loss_or_duplication(plugin: Path, pq2h_index: Path, pq2h_questions: Path,
                                                             tmp_path: Path) -> None:
     out = tmp_path / "runs" / "shard-2"
-    command = [sys.executable, str(REPO / "cli.py"), "batch", "--index", str(pq_index), "--questions",
-               str(pq_questions), "--methods", "half-right", "--out", str(out), "--limit", "60",
+    command = [sys.executable, str(REPO / "cli.py"), "batch", "--index", str(pq2h_index), "--questions",
+               str(pq2h_questions), "--methods", "half-right", "--out", str(out), "--limit", "60",
                "--shard", "2/3", "--llm", "scripted:", "--plugin", PLUGIN]
     env = {**os.environ, "SHARD_DELAY": "0.1"}
     records = out / "half-right.jsonl"
@@ -250,7 +235,7 @@ def test_a_killed_shard_resumes_without_loss_or_duplication(plugin: Path, pq_ind
         if proc.poll() is None:
             proc.kill()
     before = _ids(records)
-    expected = [q.id for q in take_shard(read_questions(pq_questions, "pathquestion")[:60], ShardSpec(2, 3))]
+    expected = [q.id for q in take_shard(read_questions(pq2h_questions, "pathquestion")[:60], ShardSpec(2, 3))]
     assert 3 <= len(before) < len(expected)  # killed part way
 
     summary = evaluate_paths([out.parent])[0]  # eval sees the killed shard for what it is
@@ -269,17 +254,17 @@ def test_a_killed_shard_resumes_without_loss_or_duplication(plugin: Path, pq_ind
 # ---- eval refuses what is not one run ----------------------------------------------------------
 
 
-def test_eval_refuses_shards_of_different_runs_and_duplicates(plugin: Path, pq_index: Path, pq_questions: Path,
+def test_eval_refuses_shards_of_different_runs_and_duplicates(plugin: Path, pq2h_index: Path, pq2h_questions: Path,
                                                               tmp_path: Path) -> None:
     a1, a2 = tmp_path / "a" / "shard-1", tmp_path / "a" / "shard-2"
-    run_batch(_options(pq_index, pq_questions, a1, limit=12, shard="1/2"))
-    run_batch(_options(pq_index, pq_questions, a2, limit=12, shard="2/2"))
+    run_batch(_options(pq2h_index, pq2h_questions, a1, limit=12, shard="1/2"))
+    run_batch(_options(pq2h_index, pq2h_questions, a2, limit=12, shard="2/2"))
     other = tmp_path / "b" / "shard-2"
-    run_batch(_options(pq_index, pq_questions, other, limit=13, shard="2/2"))
+    run_batch(_options(pq2h_index, pq2h_questions, other, limit=13, shard="2/2"))
     with pytest.raises(InputError, match=r"b/shard-2 is not a shard of the same run as .*questions limit \(12 .* 13\)"):
         evaluate_shards([a1, other])
     beam = tmp_path / "c" / "shard-2"
-    run_batch(_options(pq_index, pq_questions, beam, limit=12, shard="2/2", settings=["beam=4"]))
+    run_batch(_options(pq2h_index, pq2h_questions, beam, limit=12, shard="2/2", settings=["beam=4"]))
     with pytest.raises(InputError, match=r"half-right ran with another config in .*c/shard-2"):
         evaluate_shards([a1, beam])
 
@@ -301,7 +286,7 @@ def test_eval_refuses_shards_of_different_runs_and_duplicates(plugin: Path, pq_i
     assert result.exit_code != 0 and f"question {stray_id} has a record in" in result.output
 
 
-def test_eval_of_a_plain_run_is_unchanged(plugin: Path, pq_index: Path, pq_questions: Path, tmp_path: Path) -> None:
+def test_eval_of_a_plain_run_is_unchanged(plugin: Path, pq2h_index: Path, pq2h_questions: Path, tmp_path: Path) -> None:
     out = tmp_path / "plain"
-    run_batch(_options(pq_index, pq_questions, out, limit=5))
+    run_batch(_options(pq2h_index, pq2h_questions, out, limit=5))
     assert evaluate_paths([out], write=False) == [evaluate_run(out, write=False)]
