@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.methods import hydra, io_cot, rag, sc, tog, tog2
+from engine.methods import chains, hydra, io_cot, rag, sc, tog, tog2
 from engine.methods.spec import MethodSpec
 from ingest.errors import InputError
 
@@ -31,7 +31,7 @@ def register(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
-for _spec in (io_cot.IO, io_cot.COT, sc.SC, rag.RAG, tog.TOG, tog.TOG_R, tog2.TOG2, hydra.HYDRA, hydra.HYDRA_E):
+for _spec in (io_cot.IO, io_cot.COT, sc.SC, rag.RAG, tog.TOG, tog.TOG_R, tog2.TOG2, hydra.HYDRA, hydra.HYDRA_E, chains.CHAINS):
     register(_spec)
 
 

@@ -1,0 +1,83 @@
+"""Answer-shaped spans of passages: the names, titles, dates and numbers a passage could answer a
+question with. The `chains` method offers them (beside KG entity names) as the only answers its
+answer call may give, so an answer is always a span of the evidence the model was shown.
+
+    spans_of("The board appointed Sabine Oduya as chief executive officer in March 2021.")
+    # ["Sabine Oduya", "March 2021", "2021"]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# A run of capitalised words, allowing a few lower-case joiners inside ("Bank of England",
+# "Jean de Florette"); digits may follow ("Apollo 11").
+_NAME = re.compile(
+    r"(?:[A-Z][\w'’.&-]*|\d+[\w-]*)(?:\s+(?:(?:of|the|and|de|la|le|von|van|der|du|del|da|for|on|in|&)\s+)*"
+    r"(?:[A-Z][\w'’.&-]*|\d+\w*))*")
+_MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December|"
+           "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
+_DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\.?\s+\d{{3,4}}|(?:{_MONTHS})\.?\s+\d{{1,2}},?\s+\d{{3,4}}"
+                   rf"|(?:{_MONTHS})\.?\s+\d{{3,4}}|\d{{4}}-\d{{2}}-\d{{2}})\b")
+_NUMBER = re.compile(r"(?<![\w.])(?:[$€£¥]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|million|billion|thousand|"
+                     r"km|kilometres|kilometers|miles|metres|meters|m|ft|feet|years?|people|inhabitants))?(?![\w])")
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+# Sentence-initial words that are capitalised only because they start the sentence.
+_FUNCTION = frozenset(["a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "his", "her", "their", "we", "our", "in", "on", "at", "of", "for", "by", "with", "from", "to", "as", "and", "or", "but", "if", "when", "while", "after", "before", "during", "since", "until", "he", "is", "was", "were", "are", "be", "been", "there", "here", "what", "which", "who", "whom", "whose", "where", "why", "how", "also", "however", "although", "though", "other", "another", "some", "many", "most"])
+_YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|shall)\b",
+                     re.IGNORECASE)
+
+MAX_SPAN_CHARS = 80
+
+
+def _clean(span: str) -> str:
+    span = " ".join(span.split()).strip(" ,;:.'’\"")
+    words = span.split()
+    while words and words[0].lower() in _FUNCTION:
+        words = words[1:]
+    return " ".join(words)
+
+
+def spans_of(text: str) -> list[str]:
+    """Distinct answer-shaped spans of `text` in order of appearance: dates, quoted titles,
+    capitalised names and numbers (a date's year also on its own)."""
+    found: list[tuple[int, str]] = []
+    for match in _DATE.finditer(text):
+        found.append((match.start(), match.group(0)))
+        year = re.search(r"\d{4}", match.group(0))
+        if year:
+            found.append((match.start() + 1, year.group(0)))
+    for match in _QUOTED.finditer(text):
+        found.append((match.start(), match.group(1)))
+    for match in _NAME.finditer(text):
+        found.append((match.start(), match.group(0)))
+    for match in _NUMBER.finditer(text):
+        found.append((match.start(), match.group(0)))
+    spans: dict[str, None] = {}
+    for _, span in sorted(found, key=lambda item: item[0]):
+        cleaned = _clean(span)
+        if cleaned and len(cleaned) <= MAX_SPAN_CHARS and any(ch.isalnum() for ch in cleaned):
+            spans.setdefault(cleaned, None)
+    return list(spans)
+
+
+def is_yes_no(question: str) -> bool:
+    """Whether the question asks for yes or no ("Are both X and Y American?")."""
+    return bool(_YES_NO.match(question))
+
+
+def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
+                    limit: int = 60) -> list[str]:
+    """The answers the model may give: "yes"/"no" for a yes/no question, the candidate entity
+    names, then the spans of the passages, at most `limit` in all."""
+    allowed: dict[str, None] = {}
+    if is_yes_no(question):
+        allowed.update({"yes": None, "no": None})
+    for name in names:
+        if name.strip():
+            allowed.setdefault(name.strip(), None)
+    for passage in passages:
+        for span in spans_of(passage):
+            allowed.setdefault(span, None)
+    return list(allowed)[:limit]

@@ -1,0 +1,363 @@
+"""`chains`: a method built for small local models (ours, not a paper's): plan once, the graph
+executes, read once.
+
+Small models (0.5B-8B) fail at step-by-step agentic exploration and do well when retrieval and
+scoring without the LLM do the exploring and the model is asked once to choose among a few
+complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
+
+1. Topic entities: linking (a dataset's pre-linked ids first), else the entities of the
+   question's best passages (as `tog2` / `hydra` do on a corpus whose KG is its titles).
+2. Chains, no LLM: the question subgraph (`subgraph_within`, `max_hops` hops); every relation
+   chain of 1..`max_hops` steps leaving each topic entity, both directions, walked over entity
+   sets (`chain_plans.enumerate_chains`, a beam of the best `beam` per level); with two topic
+   entities, also the pairs of chains whose end sets meet. Each chain's relation words are
+   scored against the question with the index's embedding model (cosine; `scorer=dense`) or by
+   word overlap (`scorer=lexical`), and the best `shown_chains` with distinct end sets are kept.
+3. One choice call: the chains as readable routes ("Kill Bill -written by-> Quentin Tarantino
+   -written by (reverse)-> Pulp Fiction, … -directed by-> …"), under an enum of route ids or
+   "none" (`choose=top`: the scorer's best, no call). Skipped when one chain is left.
+4. The graph executes the chosen chain: its end entities are the candidates.
+5. Evidence from documents (when the index has them): sentence windows of the candidates' and
+   the topic entities' documents and of the question's own best passages (dense search, BM25
+   without vectors), ranked against the question at query time; the best `windows` are shown.
+6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
+   candidate names, answer-shaped spans of the shown windows (`answer_spans`), yes/no for a
+   yes/no question, and "not found" (an abstention, counted; `abstain=false` takes the best
+   candidate instead).
+
+LLM calls: 0-1 choice + 0-1 answer (none when nothing was found): at most 2 per question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.access.graph import EvidencePath, Subgraph, subgraph_within
+from engine.access.retrieval import DenseScorer, sentence_windows
+from engine.methods import chains_prompts as cp
+from engine.methods.answer_spans import allowed_answers
+from engine.methods.chain_plans import (
+    Chain,
+    distinct_best,
+    enumerate_chains,
+    joined_chains,
+    step_text,
+)
+from engine.methods.common import (
+    abstain,
+    ask,
+    new_record,
+    optional_docs,
+    optional_embedder,
+    question_text,
+    rank_answers,
+    timed,
+)
+from engine.methods.labels import display_text, entity_text
+from engine.methods.spec import MethodSpec, booleans, non_negative_ints, one_of, positive_ints
+from engine.methods.topics import linked_or_searched
+from engine.questions.record import AnswerRecord, Question
+from ingest.errors import LocalkgError
+
+if TYPE_CHECKING:
+    from engine.access.documents import ChunkRecord
+    from engine.access.protocols import DocumentStore, Embedder
+    from engine.methods.context import Context
+
+CHOOSERS = ("llm", "top")
+SCORERS = ("dense", "lexical")
+_SOURCES = ("wiki", "web", "domain")
+
+CHAINS_DEFAULTS: dict[str, Any] = {
+    "max_hops": 3,               # longest chain (D_max)
+    "max_topic_entities": 2,
+    "topic_search": 5,           # nothing linked: entities of the question's best passages (0: off)
+    "max_degree": 500,           # subgraph: facts read per node and direction
+    "max_nodes": 20_000,         # subgraph: node budget
+    "beam": 40,                  # chains kept per level to extend further
+    "scorer": "dense",           # dense (the index's embedding model) | lexical (word overlap)
+    "shown_chains": 5,           # chains the model chooses among
+    "choose": "llm",             # llm (one call) | top (the scorer's best, no call)
+    "max_shown": 3,              # entity names shown per set of a route
+    "max_candidates": 30,        # end entities offered as answers
+    "windows": 4,                # document windows shown to the answer call (0: none)
+    "window_sentences": 2,
+    "question_passages": 3,      # the question's own best passages searched for windows
+    "max_window_chars": 320,
+    "max_chunks_per_entity": 8,
+    "abstain": True,             # "not found" is an answer; false: the best candidate instead
+    "max_tokens": 48,
+    "seed": 0,
+}
+
+_MASK = re.compile(r"\[[^\]]*\]")
+
+
+@dataclass
+class Evidence:
+    """What the answer call reads: the chosen chain's facts and the document windows."""
+
+    facts: list[str]
+    windows: list[tuple[str, ChunkRecord]]  # (text, chunk)
+
+
+def _masked(question: Question, labels: Sequence[str]) -> str:
+    """The question with the topic entities' mentions replaced by "X": chains are scored on what
+    the question asks about the entity, not on the entity's name."""
+    text = _MASK.sub("X", question.question)
+    for label in sorted(labels, key=len, reverse=True):
+        if label and len(label) > 2:
+            text = re.sub(re.escape(label), "X", text, flags=re.IGNORECASE)
+    return " ".join(text.split())
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2}
+
+
+class _Scorer:
+    """Scores chains' relation words against the masked question (dense cosine or word overlap)."""
+
+    def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
+                 hop_penalty: float = 0.0) -> None:
+        self.kind = kind if dense is not None else "lexical"
+        self.hop_penalty = hop_penalty
+        self.query = query
+        self.relation_label = relation_label
+        self.dense = dense
+        self.query_stems = _stems(query)
+
+    def __call__(self, chains: Sequence[Chain]) -> list[float]:
+        texts = [c.relation_words(self.relation_label) for c in chains]
+        if self.kind == "dense" and self.dense is not None:
+            scores = self.dense.scores(self.query, texts)
+        else:
+            scores = [len((stems := _stems(t)) & self.query_stems) / (len(stems) or 1) for t in texts]
+        return [s - self.hop_penalty * (c.hops - 1) for s, c in zip(scores, chains, strict=True)]
+
+
+_SCORERS: dict[int, tuple[Embedder, DenseScorer]] = {}
+
+
+def _shared_scorer(embedder: Embedder) -> DenseScorer:
+    """One DenseScorer per embedding model for the process: relation words recur across
+    questions, so their vectors are computed once."""
+    if id(embedder) not in _SCORERS:
+        _SCORERS[id(embedder)] = (embedder, DenseScorer(embedder))
+    return _SCORERS[id(embedder)][1]
+
+
+class ChainsRun:
+    """One question's run (see the module docstring)."""
+
+    def __init__(self, question: Question, ctx: Context, config: dict[str, Any]) -> None:
+        self.question, self.ctx, self.config = question, ctx, config
+        self.kg = ctx.kg
+        self.record = new_record(question, "chains")
+        self.text = question_text(question)
+        self.docs: DocumentStore | None = optional_docs(ctx)
+        embedder = optional_embedder(ctx, self.docs)
+        self.dense = _shared_scorer(embedder) if embedder is not None else None
+        self.sub: Subgraph | None = None
+
+    def label(self, node: str) -> str:
+        return entity_text(self.kg, node)
+
+    def run(self) -> AnswerRecord:
+        cfg = self.config
+        topics = linked_or_searched(self.question, self.ctx, self.record, int(cfg["max_topic_entities"]),
+                                    int(cfg["topic_search"]), lambda e: display_text(self.kg, e))
+        shown = self.plan(topics)
+        chosen = self.choose(shown)
+        candidates = chosen.ends[: int(cfg["max_candidates"])] if chosen else []
+        evidence = self.evidence(topics, chosen, candidates)
+        self.answer(topics, chosen, candidates, evidence)
+        return self.record
+
+    # ---- 2. chains, no LLM ----------------------------------------------------------------------
+
+    def plan(self, topics: list[str]) -> list[Chain]:
+        cfg = self.config
+        if not topics:
+            return []
+        with timed(self.record, "subgraph"):
+            sub = subgraph_within(self.kg, topics, int(cfg["max_hops"]), max_degree=int(cfg["max_degree"]),
+                                  max_nodes=int(cfg["max_nodes"]))
+        self.sub = sub
+        self.record.extra["subgraph"] = sub.summary()
+        query = _masked(self.question, [self.label(t) for t in topics])
+        scorer = _Scorer(str(cfg["scorer"]), query, self.kg.relation_label, self.dense)
+        with timed(self.record, "chains"):
+            per_topic = [self._chains_of(sub, t, scorer) for t in topics]
+            every = [c for chains in per_topic for c in chains]
+            for i in range(len(per_topic)):
+                for j in range(i + 1, len(per_topic)):
+                    every.extend(joined_chains(per_topic[i], per_topic[j]))
+            shown = distinct_best(every, int(cfg["shown_chains"]))
+        self.record.extra["chains_scored"] = len(every)
+        self.record.extra["chains_shown"] = [
+            {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.kg.relation_label),
+             "score": round(c.score, 4), "ends": len(c.ends)} for i, c in enumerate(shown, 1)]
+        self.record.extra["scored_query"] = query
+        return shown
+
+    def _chains_of(self, sub: Subgraph, topic: str, scorer: _Scorer) -> list[Chain]:
+        return enumerate_chains(sub, topic, int(self.config["max_hops"]), scorer=scorer,
+                                beam=int(self.config["beam"]))
+
+    def route(self, chain: Chain) -> str:
+        return chain.sentence(self.label, self.kg.relation_label, int(self.config["max_shown"]))
+
+    # ---- 3. one choice ----------------------------------------------------------------------------
+
+    def choose(self, shown: list[Chain]) -> Chain | None:
+        if not shown:
+            self.record.extra["choice"] = None
+            return None
+        if len(shown) == 1 or self.config["choose"] == "top":
+            self.record.extra["choice"] = "R1 (no call)"
+            return shown[0]
+        parsed = ask(self.ctx.llm, self.record, system=cp.CHOOSE_SYSTEM,
+                     user=cp.choose_user(self.text, [self.route(c) for c in shown]),
+                     schema=cp.choose_schema(len(shown)), stage="choose", temperature=0.0,
+                     max_tokens=12, seed=int(self.config["seed"]))
+        route = str(parsed.get("route", "")) if isinstance(parsed, dict) else ""
+        self.record.extra["choice"] = route or "R1 (reply invalid)"
+        if route == cp.NONE_CHAIN:
+            return None
+        if route.startswith("R") and route[1:].isdigit() and 1 <= int(route[1:]) <= len(shown):
+            return shown[int(route[1:]) - 1]
+        return shown[0]
+
+    # ---- 4-5. candidates and evidence ---------------------------------------------------------
+
+    def evidence(self, topics: list[str], chosen: Chain | None, candidates: list[str]) -> Evidence:
+        facts = [self._fact(chosen, candidates)] if chosen else []
+        if chosen:
+            self.record.paths.append(self._kg_evidence(chosen, candidates))
+        windows = self._windows(topics, candidates) if self.docs is not None else []
+        for text, chunk in windows:
+            self.record.paths.append(EvidencePath(
+                source=chunk.collection if chunk.collection in _SOURCES else "domain",  # type: ignore[arg-type]
+                sentences=[text], chunk_ids=[chunk.chunk_id], titles=[chunk.title],
+                score_kind="cosine to the question"))
+        return Evidence(facts, windows)
+
+    def _fact(self, chain: Chain, candidates: list[str]) -> str:
+        """The chosen chain as one line, its end set in full up to the candidates."""
+        names = ", ".join(dict.fromkeys(self.label(e) for e in candidates))
+        steps = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.steps)
+        head = f"{self.label(chain.topic)} -> {steps}"
+        if chain.also is not None:
+            other = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.also.steps)
+            head += f"; {self.label(chain.also.topic)} -> {other}"
+        return f"{head}: {names}"
+
+    def _kg_evidence(self, chain: Chain, candidates: list[str]) -> EvidencePath:
+        """The chain as record evidence: its relation ids and, per step, a few stored triples."""
+        triples: list[list[str]] = []
+        ids: list[list[str]] = []
+        for c in [chain, *([chain.also] if chain.also else [])]:
+            for i, (relation, direction) in enumerate(c.steps):
+                heads, tails = c.sets[i][:3], c.sets[i + 1]
+                for head in heads:
+                    for tail in tails[:3]:
+                        fact = (head, relation, tail) if direction == "out" else (tail, relation, head)
+                        if self._holds(fact):
+                            ids.append(list(fact))
+                            triples.append([display_text(self.kg, fact[0]), self.kg.relation_label(relation),
+                                            display_text(self.kg, fact[2])])
+        return EvidencePath(source="kg", triples=triples, triple_ids=ids,
+                            relation_ids=[r for r, _ in chain.steps], score=round(chain.score, 6),
+                            score_kind="cosine of the chain's relations to the question")
+
+    def _holds(self, fact: tuple[str, str, str]) -> bool:
+        return self.sub is not None and self.sub.graph.has_edge(fact[0], fact[2], key=fact[1])
+
+    def _windows(self, topics: list[str], candidates: list[str]) -> list[tuple[str, ChunkRecord]]:
+        cfg = self.config
+        if int(cfg["windows"]) <= 0 or self.docs is None:
+            return []
+        docs = self.docs
+        with timed(self.record, "retrieval"):
+            chunks: dict[str, ChunkRecord] = {}
+            for entity in [*candidates[:10], *topics]:
+                for chunk in docs.chunks_of(entity, int(cfg["max_chunks_per_entity"])):
+                    chunks.setdefault(chunk.chunk_id, chunk)
+            if int(cfg["question_passages"]) > 0:
+                try:
+                    hits = docs.dense_search(self.text, int(cfg["question_passages"]))
+                except LocalkgError:  # built without vectors
+                    hits = docs.sparse_search(self.text, int(cfg["question_passages"]))
+                for hit in hits:
+                    chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
+            units: list[tuple[str, ChunkRecord]] = []
+            size = int(cfg["window_sentences"])
+            limit = int(cfg["max_window_chars"])
+            for chunk in chunks.values():
+                for window in sentence_windows(chunk, size, stride=max(1, size - 1)):
+                    text = " ".join(window.text.split())[:limit]
+                    shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
+                    units.append((shown, chunk))
+            if not units or self.dense is None:
+                return units[: int(cfg["windows"])]
+            ranked = self.dense.rank(self.text, [u[0] for u in units])
+            kept: list[tuple[str, ChunkRecord]] = []
+            seen: set[str] = set()
+            for i, _ in ranked:
+                if units[i][0] not in seen:
+                    seen.add(units[i][0])
+                    kept.append(units[i])
+                if len(kept) >= int(cfg["windows"]):
+                    break
+        return kept
+
+    # ---- 6. one answer ----------------------------------------------------------------------------
+
+    def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence) -> None:
+        record, cfg = self.record, self.config
+        names = [self.label(e) for e in candidates]
+        passages = [text for text, _ in evidence.windows]
+        allowed = allowed_answers(self.text, names, passages)
+        record.extra["candidates"] = allowed
+        if not allowed:
+            abstain(record, "no chain and no document window")
+            return
+        parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM,
+                     user=cp.answer_user(self.text, evidence.facts, passages, allowed),
+                     schema=cp.answer_schema(allowed), stage="answer", temperature=0.0,
+                     max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]))
+        answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
+        record.extra["model_answer"] = answer
+        if answer == cp.NOT_FOUND or not answer:
+            if cfg["abstain"] or not names:
+                abstain(record, "the model found no answer in the evidence" if answer else "no valid reply")
+                return
+            answer = ""
+        asked = [self.label(t) for t in topics]
+        record.prediction, record.predictions = rank_answers(answer, list(dict.fromkeys(names)), asked)
+        in_kg = any(n == record.prediction for n in names)
+        in_docs = any(record.prediction.lower() in p.lower() for p in passages)
+        record.answer_source = "both" if in_kg and in_docs else "kg" if in_kg else "doc" if in_docs else "llm"
+
+
+def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    """Plan once (one choice among scored relation chains), the graph executes, read once."""
+    return ChainsRun(question, ctx, config).run()
+
+
+CHAINS = MethodSpec(
+    "chains", run_chains, CHAINS_DEFAULTS,
+    "ours, for small models: LLM-free chain search, one chain choice, one answer",
+    checks=(positive_ints("max_hops", "max_topic_entities", "max_degree", "max_nodes", "beam", "shown_chains",
+                          "max_shown", "max_candidates", "window_sentences", "max_window_chars",
+                          "max_chunks_per_entity", "max_tokens"),
+            non_negative_ints("topic_search", "windows", "question_passages", "seed"),
+            one_of("choose", CHOOSERS), one_of("scorer", SCORERS), booleans("abstain")),
+)

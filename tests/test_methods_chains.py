@@ -1,0 +1,235 @@
+"""`chains` (ours: plan once, the graph executes, read once): chain enumeration and scoring on
+hand-made graphs, and every branch of the method's control flow with a scripted LLM over the
+real demo index (real KG, real documents, the index's real embedding model).
+
+A scripted LLM proves only the control flow; tests/test_chains_real.py runs the method with a
+real language model on MetaQA and on the demo.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from engine.access.graph import Subgraph
+from engine.llm.scripted import ScriptedLLM, ScriptedRequest
+from engine.methods.answer_spans import allowed_answers, is_yes_no, spans_of
+from engine.methods.chain_plans import Chain, distinct_best, enumerate_chains, joined_chains
+from engine.methods.chains_prompts import NOT_FOUND
+from engine.methods.registry import resolve_config
+from engine.questions.record import AnswerRecord, Question
+from engine.runs.answer import answer_question
+from engine.runs.context import open_context
+
+# ---- hand-made graphs ---------------------------------------------------------------------------
+
+
+def _sub(edges: list[tuple[str, str, str]], topics: list[str]) -> Subgraph:
+    graph = nx.MultiDiGraph()
+    for s, p, o in edges:
+        graph.add_edge(s, o, key=p)
+    return Subgraph(graph, topics, 3)
+
+
+# Two films by one writer; the films' directors; an actor in one of them.
+FILMS = [
+    ("KillBill", "written_by", "Quentin"),
+    ("PulpFiction", "written_by", "Quentin"),
+    ("JackieBrown", "written_by", "Quentin"),
+    ("PulpFiction", "directed_by", "Quentin"),
+    ("JackieBrown", "directed_by", "Quentin"),
+    ("KillBill", "directed_by", "Quentin"),
+    ("TrueRomance", "written_by", "Quentin"),
+    ("TrueRomance", "directed_by", "Tony"),
+    ("KillBill", "starred", "Uma"),
+    ("PulpFiction", "starred", "Uma"),
+]
+
+
+def _steps(chain: Chain) -> list[str]:
+    return [f"{r}:{d}" for r, d in chain.steps]
+
+
+def test_every_chain_up_to_the_depth_both_directions_with_its_entity_sets() -> None:
+    sub = _sub(FILMS, ["KillBill"])
+    chains = enumerate_chains(sub, "KillBill", 3)
+    by_steps = {">".join(_steps(c)): c for c in chains}
+    assert by_steps["written_by:out"].ends == ["Quentin"]
+    films = by_steps["written_by:out>written_by:in"].ends
+    assert sorted(films) == ["JackieBrown", "PulpFiction", "TrueRomance"]  # never the topic itself
+    directors = by_steps["written_by:out>written_by:in>directed_by:out"].ends
+    assert sorted(directors) == ["Quentin", "Tony"]
+    assert by_steps["starred:out>starred:in"].ends == ["PulpFiction"]
+    assert all(1 <= len(c.steps) <= 3 for c in chains)
+    assert max(len(c.steps) for c in chains) == 3
+
+
+def test_the_scorer_orders_chains_and_the_beam_bounds_each_level() -> None:
+    sub = _sub(FILMS, ["KillBill"])
+
+    def prefer_directed(chains: Any) -> list[float]:
+        return [sum(1.0 for r, _ in c.steps if r == "directed_by") - 0.1 * len(c.steps) for c in chains]
+
+    chains = enumerate_chains(sub, "KillBill", 3, scorer=prefer_directed, beam=1)
+    assert _steps(chains[0])[0] == "directed_by:out"
+    assert [c.score for c in chains] == sorted((c.score for c in chains), reverse=True)
+    # beam=1: only the best chain of each level is extended
+    level2 = [c for c in chains if len(c.steps) == 2]
+    assert {c.steps[0] for c in level2} == {("directed_by", "out")}
+
+
+def test_a_missing_topic_or_zero_depth_gives_no_chain() -> None:
+    sub = _sub(FILMS, ["KillBill"])
+    assert enumerate_chains(sub, "Nowhere", 3) == []
+    assert enumerate_chains(sub, "KillBill", 0) == []
+
+
+def test_joined_chains_end_where_two_topics_meet() -> None:
+    sub = _sub(FILMS, ["Uma", "Tony"])
+    from_uma = enumerate_chains(sub, "Uma", 2)
+    from_quentin = enumerate_chains(_sub(FILMS, ["Quentin"]), "Quentin", 1)
+    joined = joined_chains(from_uma, from_quentin)
+    starred_and_written = [c for c in joined if _steps(c) == ["starred:in"] and c.also is not None
+                           and [f"{r}:{d}" for r, d in c.also.steps] == ["written_by:in"]]
+    assert starred_and_written and sorted(starred_and_written[0].ends) == ["KillBill", "PulpFiction"]
+    text = starred_and_written[0].sentence(lambda x: x, lambda r: r.replace("_", " "))
+    assert "both reach" in text and "Uma" in text and "Quentin" in text
+
+
+def test_distinct_best_keeps_one_chain_per_end_set() -> None:
+    sub = _sub(FILMS, ["KillBill"])
+    chains = enumerate_chains(sub, "KillBill", 2, scorer=lambda cs: [1.0 / len(c.steps) for c in cs])
+    shown = distinct_best(chains, 10)
+    ends = [tuple(sorted(c.ends)) for c in shown]
+    assert len(ends) == len(set(ends))
+    assert ("Quentin",) in ends
+
+
+def test_a_route_sentence_names_the_sets_and_reverse_steps() -> None:
+    sub = _sub(FILMS, ["KillBill"])
+    chain = next(c for c in enumerate_chains(sub, "KillBill", 2)
+                 if _steps(c) == ["written_by:out", "written_by:in"])
+    text = chain.sentence(lambda x: x, lambda r: r.replace("_", " "), max_shown=2)
+    assert text.startswith("KillBill -written by-> Quentin -written by (reverse)-> ")
+    assert "and 1 more" in text
+
+
+# ---- answer spans -------------------------------------------------------------------------------
+
+
+def test_answer_spans_are_names_dates_and_numbers_of_the_text() -> None:
+    spans = spans_of("In March 2021 the board appointed Sabine Oduya as chief executive officer. "
+                     "Group revenue was EUR 4.2 billion.")
+    assert "Sabine Oduya" in spans and "March 2021" in spans and "2021" in spans
+    assert any(s.startswith("4.2") for s in spans)
+    assert "the" not in [s.lower() for s in spans]
+
+
+def test_yes_no_questions_get_yes_and_no() -> None:
+    assert is_yes_no("Are Ferrari and Lancia both Italian?")
+    assert not is_yes_no("Which company owns Lancia?")
+    allowed = allowed_answers("Were both founded in Turin?", ["Fiat"], ["Fiat was founded in 1899."])
+    assert allowed[:3] == ["yes", "no", "Fiat"] and "1899" in allowed
+
+
+# ---- the method's control flow on the demo (scripted LLM) -------------------------------------
+
+FOUNDER = Question("demo-002", "Who founded Norvale Motors?", ["Oskar Thelling"],
+                   topic_entities=["Norvale Motors"])
+
+
+def _routes(req: ScriptedRequest) -> dict[str, str]:
+    return dict(re.findall(r"^(R\d+): (.*)$", req.messages[-1]["content"], re.MULTILINE))
+
+
+def _run(index: Path, question: Question, reply: Callable[[ScriptedRequest], Any],
+         **overrides: Any) -> tuple[AnswerRecord, ScriptedLLM]:
+    llm = ScriptedLLM(reply)
+    ctx = open_context(index, llm)
+    config = resolve_config("chains", overrides)
+    record = answer_question("chains", question, ctx, config)
+    return record, llm
+
+
+def _choose(word: str, answer: str) -> Callable[[ScriptedRequest], Any]:
+    def reply(req: ScriptedRequest) -> Any:
+        if req.stage == "choose":
+            routes = _routes(req)
+            return {"route": next((r for r, t in routes.items() if word in t), "R1")}
+        allowed = req.schema["properties"]["answer"]["enum"] if req.schema else []
+        return {"answer": answer if answer in allowed else NOT_FOUND}
+    return reply
+
+
+def test_one_choice_then_one_answer_from_the_chosen_chain(demo_index: Path) -> None:
+    record, llm = _run(demo_index, FOUNDER, _choose("founded by", "Oskar Thelling"))
+    assert record.error is None
+    assert [r.stage for r in llm.requests] == ["choose", "answer"]
+    assert record.prediction == "Oskar Thelling" and record.answer_source in ("kg", "both")
+    shown = record.extra["chains_shown"]
+    assert 2 <= len(shown) <= 5 and record.extra["choice"].startswith("R")
+    assert any("founded by" in c["text"] for c in shown)
+    kg_paths = [p for p in record.paths if p.source == "kg"]
+    assert kg_paths and kg_paths[0].triples
+    assert "Oskar Thelling" in record.extra["candidates"]
+    assert len(llm.requests) <= 3
+
+
+def test_not_found_is_an_abstention(demo_index: Path) -> None:
+    record, _ = _run(demo_index, FOUNDER, _choose("founded by", NOT_FOUND))
+    assert record.abstained and record.prediction == "" and record.answer_source == "none"
+
+
+def test_abstain_off_takes_the_best_candidate(demo_index: Path) -> None:
+    record, _ = _run(demo_index, FOUNDER, _choose("founded by", NOT_FOUND), abstain=False)
+    assert not record.abstained and record.prediction
+
+
+def test_none_of_the_routes_leaves_documents_only(demo_index: Path) -> None:
+    def reply(req: ScriptedRequest) -> Any:
+        if req.stage == "choose":
+            return {"route": "none"}
+        return {"answer": NOT_FOUND}
+
+    record, llm = _run(demo_index, FOUNDER, reply)
+    assert record.extra["choice"] == "none"
+    assert not [p for p in record.paths if p.source == "kg"]
+    assert [r.stage for r in llm.requests] == ["choose", "answer"]
+    answer_prompt = llm.requests[-1].messages[-1]["content"]
+    assert "Passages:" in answer_prompt and "Facts:" not in answer_prompt
+
+
+def test_choose_top_makes_no_choice_call(demo_index: Path) -> None:
+    record, llm = _run(demo_index, FOUNDER, _choose("founded by", "Oskar Thelling"), choose="top")
+    assert [r.stage for r in llm.requests] == ["answer"]
+    assert record.extra["choice"] == "R1 (no call)"
+
+
+def test_an_invalid_choice_falls_back_to_the_best_route(demo_index: Path) -> None:
+    def reply(req: ScriptedRequest) -> Any:
+        if req.stage == "choose":
+            return "not json"
+        return {"answer": NOT_FOUND}
+
+    record, _ = _run(demo_index, FOUNDER, reply)
+    assert record.extra["choice"] == "R1 (reply invalid)"
+    assert record.extra.get("call_errors")
+
+
+def test_no_topic_entity_and_no_document_abstains_without_a_call(demo_index: Path) -> None:
+    question = Question("x", "Zzqx vvrn?", ["nothing"])
+    record, llm = _run(demo_index, question, _choose("founded", NOT_FOUND), topic_search=0, windows=0)
+    assert record.abstained and llm.requests == []
+
+
+def test_windows_come_from_the_documents_of_candidates_and_topics(demo_index: Path) -> None:
+    question = Question("d", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"],
+                        topic_entities=["Norvale Motors"])
+    record, llm = _run(demo_index, question, _choose("chief executive", NOT_FOUND))
+    windows = [p for p in record.paths if p.source != "kg"]
+    assert 1 <= len(windows) <= 4 and all(p.chunk_ids for p in windows)
+    assert "Passages:" in llm.requests[-1].messages[-1]["content"]
