@@ -75,7 +75,7 @@ def test_evidence_graph_layers_nodes_by_hop_and_keeps_sources() -> None:
     assert graph.nodes[0][2] == "topic"
     assert ["B", "r2", "C"] in [[graph.nodes[a][0], rel, graph.nodes[b][0]] for a, b, rel, _ in graph.edges]
     assert {src for *_, src in graph.edges} == {"kg", "wiki", "web"}
-    assert graph.chunks == [["doc#1", "C", "C is a city named after A.", "web"]]
+    assert graph.chunks == [["doc#1", "C", "C is a city named after A.", "web", []]]  # no model text
 
 
 def test_evidence_graph_is_capped_and_counts_the_rest() -> None:

@@ -116,6 +116,9 @@ class EvidencePath:
     triple_ids: list[list[str]] = field(default_factory=list)  # [[head, relation, tail], ...] ids
     titles: list[str] = field(default_factory=list)  # document titles, one per chunk id
     score_kind: str | None = None  # what `score` is, e.g. "cosine to the question"
+    # "model": the last of `sentences` is the model's rewording of the ones before it (HydraRAG's
+    # knowledge path written from a document window), never the source's own words.
+    written_by: str | None = None
 
     @classmethod
     def from_path(cls, path: GraphPath, label: Callable[[str], str],

@@ -63,7 +63,6 @@ from engine.questions.record import AnswerRecord, Question
 from ingest.errors import LocalkgError
 
 if TYPE_CHECKING:
-    from engine.access.documents import ChunkRecord
     from engine.access.protocols import DocumentStore, Embedder
     from engine.methods.context import Context
 
@@ -96,12 +95,22 @@ CHAINS_DEFAULTS: dict[str, Any] = {
 _MASK = re.compile(r"\[[^\]]*\]")
 
 
+@dataclass(frozen=True)
+class ShownWindow:
+    """A document window as the answer call reads it, with where it comes from."""
+
+    text: str
+    chunk_id: str
+    title: str
+    collection: str
+
+
 @dataclass
 class Evidence:
     """What the answer call reads: the chosen chain's facts and the document windows."""
 
     facts: list[str]
-    windows: list[tuple[str, ChunkRecord]]  # (text, chunk)
+    windows: list[ShownWindow]
 
 
 def _masked(question: Question, labels: Sequence[str]) -> str:
@@ -242,10 +251,10 @@ class ChainsRun:
         if chosen:
             self.record.paths.append(self._kg_evidence(chosen, candidates))
         windows = self._windows(topics, candidates) if self.docs is not None else []
-        for text, chunk in windows:
+        for window in windows:
             self.record.paths.append(EvidencePath(
-                source=chunk.collection if chunk.collection in _SOURCES else "domain",  # type: ignore[arg-type]
-                sentences=[text], chunk_ids=[chunk.chunk_id], titles=[chunk.title],
+                source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
+                sentences=[window.text], chunk_ids=[window.chunk_id], titles=[window.title],
                 score_kind="cosine to the question"))
         return Evidence(facts, windows)
 
@@ -280,13 +289,13 @@ class ChainsRun:
     def _holds(self, fact: tuple[str, str, str]) -> bool:
         return self.sub is not None and self.sub.graph.has_edge(fact[0], fact[2], key=fact[1])
 
-    def _windows(self, topics: list[str], candidates: list[str]) -> list[tuple[str, ChunkRecord]]:
+    def _windows(self, topics: list[str], candidates: list[str]) -> list[ShownWindow]:
         cfg = self.config
         if int(cfg["windows"]) <= 0 or self.docs is None:
             return []
         docs = self.docs
         with timed(self.record, "retrieval"):
-            chunks: dict[str, ChunkRecord] = {}
+            chunks: dict[str, Any] = {}  # chunk id -> ChunkRecord
             for entity in [*candidates[:10], *topics]:
                 for chunk in docs.chunks_of(entity, int(cfg["max_chunks_per_entity"])):
                     chunks.setdefault(chunk.chunk_id, chunk)
@@ -297,22 +306,22 @@ class ChainsRun:
                     hits = docs.sparse_search(self.text, int(cfg["question_passages"]))
                 for hit in hits:
                     chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
-            units: list[tuple[str, ChunkRecord]] = []
+            units: list[ShownWindow] = []
             size = int(cfg["window_sentences"])
             limit = int(cfg["max_window_chars"])
             for chunk in chunks.values():
                 for window in sentence_windows(chunk, size, stride=max(1, size - 1)):
                     text = " ".join(window.text.split())[:limit]
                     shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
-                    units.append((shown, chunk))
+                    units.append(ShownWindow(shown, chunk.chunk_id, chunk.title, chunk.collection))
             if not units or self.dense is None:
                 return units[: int(cfg["windows"])]
-            ranked = self.dense.rank(self.text, [u[0] for u in units])
-            kept: list[tuple[str, ChunkRecord]] = []
+            ranked = self.dense.rank(self.text, [u.text for u in units])
+            kept: list[ShownWindow] = []
             seen: set[str] = set()
             for i, _ in ranked:
-                if units[i][0] not in seen:
-                    seen.add(units[i][0])
+                if units[i].text not in seen:
+                    seen.add(units[i].text)
                     kept.append(units[i])
                 if len(kept) >= int(cfg["windows"]):
                     break
@@ -323,14 +332,14 @@ class ChainsRun:
     def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence) -> None:
         record, cfg = self.record, self.config
         names = [self.label(e) for e in candidates]
-        passages = [text for text, _ in evidence.windows]
+        passages = [w.text for w in evidence.windows]
         allowed = allowed_answers(self.text, names, passages)
         record.extra["candidates"] = allowed
         if not allowed:
             abstain(record, "no chain and no document window")
             return
         parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM,
-                     user=cp.answer_user(self.text, evidence.facts, passages, allowed),
+                     user=cp.answer_user(self.text, evidence.facts, passages),
                      schema=cp.answer_schema(allowed), stage="answer", temperature=0.0,
                      max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]))
         answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""

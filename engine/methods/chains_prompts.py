@@ -22,7 +22,7 @@ Pick the route whose relations, in order, say what the question asks; its last s
 Reply with JSON {"route": "R<number>"}, or {"route": "none"} if no route fits."""
 
 ANSWER_SYSTEM = """You answer a question from the evidence given with it: facts from a knowledge graph and passages from documents.
-Answer with one of the allowed answers only, exactly as written there: the short answer, a name, a title, a date or a number.
+Give the short answer only, as written in the evidence: a name, a title, a date or a number, or yes or no.
 If the evidence does not hold the answer, reply "not found".
 Reply with JSON {"answer": "..."}."""
 
@@ -38,14 +38,14 @@ def choose_schema(n: int) -> dict[str, Any]:
             "required": ["route"]}
 
 
-def answer_user(question: str, facts: Sequence[str], passages: Sequence[str], allowed: Sequence[str]) -> str:
-    parts = [f"Question: {question}"]
+def answer_user(question: str, facts: Sequence[str], passages: Sequence[str]) -> str:
+    """The evidence, then the question (the reply's enum holds the allowed answers)."""
+    parts = []
     if facts:
         parts.append("Facts:\n" + "\n".join(f"- {f}" for f in facts))
     if passages:
         parts.append("Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)))
-    shown = ", ".join(a for a in allowed if a != NOT_FOUND)
-    parts.append(f"Allowed answers: {shown}, {NOT_FOUND}\nAnswer:")
+    parts.append(f"Question: {question}")
     return "\n".join(parts)
 
 

@@ -506,8 +506,10 @@ class _Hydra:
             else:
                 s = cast(DocPath, c.payload).sentence
                 source = cast(Source, s.collection if s.collection in ("wiki", "web", "domain") else "domain")
+                written = "model" if self.config["doc_evidence"] == "paths" else None
                 result.append(EvidencePath(source=source, sentences=[s.text, c.text], chunk_ids=[s.chunk_id],
-                                           titles=[s.title], score=score, score_kind=SCORE_KIND))
+                                           titles=[s.title], score=score, score_kind=SCORE_KIND,
+                                           written_by=written))
         return result
 
     def finish(self, attempt: Attempt) -> None:

@@ -9,10 +9,46 @@ Written for this project in the spirit of the ToG paper's appendix (not copied).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.llm.backends import enum_array
+from engine.questions.answer_match import answer_set, names, normalise_answer
+
+# ------------------------------------------------------------------------------------------
+# example names
+# ------------------------------------------------------------------------------------------
+
+# Every name the examples of the prompt modules (this one, tog2_prompts, hydra_prompts) use: a
+# small model that is unsure copies an example's answer (hydra answered "Tokyo", an example's
+# answer, 4 times on AdvHotpotQA), so a retrieval method's prediction that is one of these while
+# its evidence does not hold it is refused (`is_prompt_example`, applied in engine/runs/answer.py).
+# tests/test_prompt_examples.py checks that every example's names are listed here. The papers'
+# methods keep their prompts as measured (their README numbers were made with them); `chains`
+# prompts carry no example names at all.
+EXAMPLE_NAMES: tuple[str, ...] = (
+    "Mona Lisa", "Leonardo da Vinci", "Rashomon", "Akira Kurosawa", "Tokyo", "Japan",
+    "Mary Shelley", "Frankenstein", "The Last Man", "Mathilda", "Percy Bysshe Shelley", "1818",
+    "Golden Lion", "1950", "Indonesia", "Inter Miami", "Miami", "David Beckham",
+)
+
+
+def example_answers() -> frozenset[str]:
+    """Every name the prompts' examples use, answers included (all prompt modules)."""
+    return frozenset(EXAMPLE_NAMES)
+
+
+def is_prompt_example(answer: str, evidence_texts: Sequence[str], examples: Iterable[str] | None = None) -> bool:
+    """Whether the answer (or one of its items: "A, B and C" has three, "A and B" two) is a name
+    from a prompt example (`example_answers()` unless `examples` is given) that the evidence
+    texts do not hold; such an answer was copied from the prompt, not found."""
+    known = {normalise_answer(e) for e in (example_answers() if examples is None else examples)}
+    haystack = " | ".join(normalise_answer(t) for t in evidence_texts)
+    items = {answer, *answer_set(answer, [answer]), *re.split(r"\s+and\s+", answer)}
+    return any((key := normalise_answer(i)) in known and not names(haystack, key) for i in items)
+
+
 
 # ------------------------------------------------------------------------------------------
 # schemas

@@ -68,8 +68,11 @@ def _paths_tree(record: AnswerRecord) -> Tree:
                 node.add(Text.assemble((head, "bold"), f"  —{relation}→  ", (tail, "bold")))
         else:
             node = tree.add(Text(f"{chunk_text(path)}{score}", style="cyan"))
-            for sentence in path.sentences:
+            written = path.sentences[-1:] if path.written_by == "model" and len(path.sentences) > 1 else []
+            for sentence in path.sentences[: len(path.sentences) - len(written)]:
                 node.add(Text(sentence if len(sentence) <= 300 else sentence[:299] + "…"))
+            for sentence in written:  # the model's words, never shown as the source's
+                node.add(Text.assemble(("model's rewording: ", "italic dim"), (sentence[:300], "italic")))
     if len(record.paths) > MAX_PATHS:
         tree.add(Text(f"… {len(record.paths) - MAX_PATHS} more (see --json)", style="dim"))
     return tree

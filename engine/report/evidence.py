@@ -6,6 +6,11 @@ Layout data is the hop layer of each node: breadth-first from the record's topic
 the KG edges (either direction), documents one layer after the first entity they name. The
 browser places layer k in column k, in the order nodes were met, so a graph always looks the
 same for the same record.
+
+A document path may carry the model's rewording of its sentences (HydraRAG's knowledge paths,
+"A - relation - B"). The report never quotes it as the source: a chunk keeps the source's
+sentences as its quote and the model's text apart (`source_and_model_text`), and only the
+source's words link a document to the entities it mentions.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ QUOTE_CHARS = 600
 @dataclass
 class Evidence:
     """Nodes [label, layer, kind], edges [from, to, relation, source], chunks
-    [chunk id, title, quote, source] and how many nodes were left out."""
+    [chunk id, title, quote, source, [the model's rewordings of the quote]] and how many nodes
+    were left out. The quote is the source's words only; a chunk's distinct quotes are
+    distinct entries."""
 
     nodes: list[list[Any]] = field(default_factory=list)
     edges: list[list[Any]] = field(default_factory=list)
-    chunks: list[list[str]] = field(default_factory=list)
+    chunks: list[list[Any]] = field(default_factory=list)
     left_out: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -35,6 +42,29 @@ class Evidence:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _model_wrote_last(path: dict[str, Any], method: str, sentences: list[str]) -> bool:
+    """Whether the last of a path's sentences is the model's rewording of the ones before.
+
+    A record says so with `written_by: "model"`. Records written before that field existed
+    (no `written_by` key) are read by their shape: a hydra document path holds [window, text],
+    where the text is either the model's path or the window itself shown as "title: window"
+    (`doc_evidence=sentences`), which contains the window's words."""
+    if path.get("written_by") == "model":
+        return len(sentences) >= 2
+    if "written_by" in path or not method.startswith("hydra") or len(sentences) != 2:
+        return False
+    window = " ".join(sentences[0].split())[:60]
+    return bool(window) and window not in " ".join(sentences[1].split())
+
+
+def source_and_model_text(path: dict[str, Any], method: str = "") -> tuple[list[str], str]:
+    """A path's sentences as (the source's sentences, the model's rewording or "")."""
+    sentences = [str(s) for s in path.get("sentences") or []]
+    if _model_wrote_last(path, method, sentences):
+        return sentences[:-1], sentences[-1]
+    return sentences, ""
 
 
 class _GraphBuilder:
@@ -87,7 +117,8 @@ def record_evidence(record: dict[str, Any]) -> Evidence:
     topics = [str(t.get("label") or t.get("id") or "") for t in record.get("topic_entities") or []
               if isinstance(t, dict)]
     starts = [i for t in topics if t and (i := graph.node(t, "topic")) is not None]
-    chunks: list[list[str]] = []
+    method = str(record.get("method") or "")
+    chunks: list[list[Any]] = []
     documents: list[tuple[int, str]] = []  # (doc node, its text), linked to entities afterwards
     for path in record.get("paths") or []:
         if not isinstance(path, dict):
@@ -97,14 +128,19 @@ def record_evidence(record: dict[str, Any]) -> Evidence:
             if isinstance(triple, list | tuple) and len(triple) == 3:
                 head, relation, tail = (str(x) for x in triple)
                 graph.edge(graph.node(head, "entity"), graph.node(tail, "entity"), relation, source)
-        sentences = [str(s) for s in path.get("sentences") or []]
+        sentences, model_text = source_and_model_text(path, method)
         titles = [str(t) for t in path.get("titles") or []]
         for position, chunk_id in enumerate(path.get("chunk_ids") or []):
             title = titles[position] if position < len(titles) else ""
             quote = " ".join(sentences) if len(path.get("chunk_ids") or []) == 1 else (
                 sentences[position] if position < len(sentences) else "")
-            if len(chunks) < MAX_CHUNKS and not any(c[0] == str(chunk_id) for c in chunks):
-                chunks.append([str(chunk_id), title, _clip(quote, QUOTE_CHARS), source])
+            entry = [str(chunk_id), title, _clip(quote, QUOTE_CHARS), source, []]
+            same = next((c for c in chunks if c[:3] == entry[:3]), None)
+            if same is None and len(chunks) < MAX_CHUNKS:
+                same = entry
+                chunks.append(entry)
+            if same is not None and model_text and _clip(model_text, QUOTE_CHARS) not in same[4]:
+                same[4].append(_clip(model_text, QUOTE_CHARS))
             doc = graph.node(f"{title or chunk_id} [{chunk_id}]", source)
             if doc is not None:
                 documents.append((doc, f"{title} {quote}".casefold()))

@@ -143,9 +143,14 @@ function renderMethod(m, r, d) {
   else card.append(el("div", {class: "none", text: "no evidence paths"}));
   if (d.g.c.length) {
     const list = el("ul", {class: "chunks"});
-    for (const [id, title, quote, src] of d.g.c)
-      list.append(el("li", {}, el("span", {class: "src src-" + src, text: src}), " ",
-                     el("code", {text: id}), " ", el("b", {text: title}), " “", quote, "”"));
+    for (const [id, title, quote, src, models] of d.g.c) {
+      const item = el("li", {}, el("span", {class: "src src-" + src, text: src}), " ",
+                      el("code", {text: id}), " ", el("b", {text: title}), " “", quote, "”");
+      for (const model of models || [])  // the model's words about the quote: labelled, never quoted
+        item.append(el("div", {class: "model-text"}, el("span", {class: "model-label",
+          text: "model's rewording", title: "written by the model, not the source's words"}), " ", model));
+      list.append(item);
+    }
     card.append(el("div", {}, el("b", {text: "Chunks"}), list));
   }
   if (d.calls.length) card.append(callsTable(d));

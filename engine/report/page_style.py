@@ -41,6 +41,9 @@ pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; paddin
       margin: 4px 0; max-height: 360px; overflow: auto; font-size: 12px; }
 details > summary { cursor: pointer; }
 .chunks li { margin: 3px 0; } .chunks code { color: var(--muted); }
+.model-text { margin-left: 18px; font-style: italic; color: var(--muted); }
+.model-label { font-style: normal; font-size: 11px; border: 1px solid var(--muted); border-radius: 8px;
+               padding: 0 5px; }
 .src { display: inline-block; padding: 0 5px; border-radius: 8px; color: #fff; font-size: 11px; }
 .src-kg { background: var(--kg); } .src-wiki { background: var(--wiki); }
 .src-web { background: var(--web); } .src-domain { background: var(--domain); }

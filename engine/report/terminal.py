@@ -2,7 +2,8 @@
 
 Per method: the prediction against the gold answers (right/wrong as `eval` scores it), the
 evidence paths as a tree from the topic entities (each hop a branch, coloured by source), the
-quoted chunks with their ids, and the LLM calls with tokens and seconds; `prompts=True` prints
+quoted chunks with their ids (a model's rewording of a chunk, HydraRAG's knowledge path, shown
+beside the quote under its own label, never in quotation marks), and the LLM calls with tokens and seconds; `prompts=True` prints
 each call's messages and reply too (from the run's `calls/` transcripts).
 """
 
@@ -19,11 +20,12 @@ from rich.text import Text
 from rich.tree import Tree
 
 from engine.questions.answer_match import score_record
-from engine.report.evidence import record_evidence
+from engine.report.evidence import record_evidence, source_and_model_text
 from engine.report.loading import method_records, method_transcripts, open_runs
 from ingest.errors import InputError
 
 COLOURS = {"kg": "blue", "wiki": "green", "web": "dark_orange", "domain": "magenta"}
+MODEL_TEXT_LABEL = "model's rewording"  # text the model wrote about a source, not the source's words
 
 
 def _verdict(record: dict[str, Any]) -> Text:
@@ -41,6 +43,7 @@ def paths_tree(record: dict[str, Any]) -> Tree:
     leaves under its source."""
     topics = [str(t.get("label") or t.get("id")) for t in record.get("topic_entities") or [] if isinstance(t, dict)]
     tree = Tree(Text("evidence paths" + (f" from {', '.join(topics)}" if topics else ""), style="bold"))
+    method = str(record.get("method") or "")
     branches: dict[tuple[str, ...], Tree] = {}
     for path in record.get("paths") or []:
         if not isinstance(path, dict):
@@ -50,7 +53,10 @@ def paths_tree(record: dict[str, Any]) -> Tree:
         triples = [t for t in path.get("triples") or [] if isinstance(t, list | tuple) and len(t) == 3]
         if not triples:
             ids = ", ".join(str(c) for c in path.get("chunk_ids") or [])
-            tree.add(Text(f"[{source}] document {ids}", style=colour))
+            leaf = tree.add(Text(f"[{source}] document {ids}", style=colour))
+            model_text = source_and_model_text(path, method)[1]
+            if model_text:
+                leaf.add(Text.assemble((f"{MODEL_TEXT_LABEL}: ", "bold"), (model_text, "italic")))
             continue
         parent, key = tree, ()
         for index, (head, relation, tail) in enumerate(triples):
@@ -77,11 +83,14 @@ def chunks_text(record: dict[str, Any]) -> Text | None:
     if not chunks:
         return None
     text = Text("chunks\n", style="bold")
-    for chunk_id, title, quote, source in chunks:
+    for chunk_id, title, quote, source, model_texts in chunks:
         text.append(f"[{source}] ", style=COLOURS.get(source, "white"))
         text.append(chunk_id, style="cyan")
         text.append(f"  {title}\n", style="bold")
         text.append(f"  “{quote}”\n")
+        for model_text in model_texts:
+            text.append(f"  {MODEL_TEXT_LABEL} (not the source's words): ", style="bold")
+            text.append(f"{model_text}\n", style="italic")
     return text
 
 

@@ -22,6 +22,7 @@ from engine.llm.backends import CallRecord
 from engine.methods import registry
 from engine.methods.common import new_record
 from engine.methods.context import Context
+from engine.methods.prompts import is_prompt_example
 from engine.questions.answer_match import score_record
 from engine.questions.record import AnswerRecord, Question
 from ingest.errors import IndexError_, ModelError
@@ -51,6 +52,7 @@ def answer_question(method: str, question: Question, ctx: Context,
             record.error = f"{type(exc).__name__}: {exc}"
             record.extra["traceback"] = traceback.format_exc(limit=6)
     record.method = method
+    refuse_prompt_examples(record)
     record.seconds = round(time.perf_counter() - start, 6)
     record.llm_calls = calls.to_dicts()
     record.llm_transcript = calls.transcripts()
@@ -58,6 +60,27 @@ def answer_question(method: str, question: Question, ctx: Context,
     record.extra["config"] = resolved
     record.extra["llm_summary"] = calls.summary()
     return stamp_gold(record, question)
+
+
+def refuse_prompt_examples(record: AnswerRecord) -> None:
+    """A retrieval method's prediction that names a prompt example (`prompts.example_answers`)
+    while its evidence does not hold it was copied from the prompt (hydra answered "Tokyo", its
+    example's answer, 4 times on AdvHotpotQA): it goes, and the next ranked prediction takes its
+    place (none left: an abstention). Methods without evidence (io, cot, sc) answer from the
+    model's own knowledge and keep their answers."""
+    if not record.paths or not record.predictions:
+        return
+    evidence = [" ".join(t) for p in record.paths for t in p.triples]
+    evidence += [text for p in record.paths for text in [*p.sentences, *p.titles]]
+    kept = [p for p in record.predictions if not is_prompt_example(p, evidence)]
+    if len(kept) == len(record.predictions):
+        return
+    record.extra["refused_prompt_examples"] = [p for p in record.predictions if p not in kept]
+    record.predictions = kept
+    record.prediction = kept[0] if kept else ""
+    if not kept:
+        record.abstained, record.answer_source = True, "none"
+        record.extra["abstained_because"] = "the only answer was a prompt example the evidence does not hold"
 
 
 def stamp_gold(record: AnswerRecord, question: Question) -> AnswerRecord:
