@@ -16,6 +16,11 @@ question ran ("any phase") and over the initial phase alone; then, for the quest
 wrongly, the last stage that still held the gold answer.
 
 The trace layout it reads is described in `engine/report/stage_recall.py`, which computes it.
+
+For `chains` records (`extra.chains_shown` set) it prints where the gold answer is lost: a chain
+whose first end entity is gold among all chains scored (and its rank), among the routes shown,
+in the route chosen, among the allowed answers (chain ends, window spans), in the windows, in
+the answer; abstentions; and the wrong answers by the last stage that held the gold answer.
 """
 
 from __future__ import annotations
@@ -61,6 +66,50 @@ def print_stage_recall(records: Sequence[dict[str, Any]]) -> None:
         print("  wrong answers by the last stage that held the gold answer: " + ", ".join(parts))
 
 
+def chains_stage_counts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Stage recall of `chains` records: how many questions still hold the gold answer at each
+    stage, the abstentions, and the wrong answers by the last stage that held it."""
+    counts: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+    ranks: Counter[str] = Counter()
+    for record in records:
+        extra = record.get("extra") or {}
+        shown = extra.get("chains_shown") or []
+        choice = str(extra.get("choice") or "")
+        chosen = next((c for c in shown if choice.startswith(c["route"] + " ") or choice == c["route"]), None)
+        rank = extra.get("gold_chain_rank")
+        stages = {
+            "a chain scored": rank is not None,
+            "a route shown": any(c.get("gold") for c in shown),
+            "the route chosen": bool(chosen and chosen.get("gold")),
+            "the allowed answers": bool(extra.get("gold_in_candidates")),
+            "the windows": bool(extra.get("gold_in_windows")),
+            "the answer": bool((record.get("correct") or {}).get("hits1")),
+        }
+        counts.update(k for k, v in stages.items() if v)
+        counts["questions"] += 1
+        counts["abstained"] += bool(record.get("abstained"))
+        ranks["1" if rank == 1 else "2-5" if rank and rank <= 5 else "6+" if rank else "none"] += 1
+        if not stages["the answer"]:
+            held = [k for k in ("a chain scored", "a route shown", "the route chosen", "the allowed answers")
+                    if stages[k]]
+            lost[held[-1] if held else "none"] += 1
+    return {"counts": counts, "lost": lost, "ranks": ranks}
+
+
+def print_chains_stages(records: Sequence[dict[str, Any]]) -> None:
+    found = chains_stage_counts(records)
+    counts, n = found["counts"], found["counts"]["questions"]
+    print(f"  chains: gold answer held, of {n} questions:")
+    for key in ("a chain scored", "a route shown", "the route chosen", "the allowed answers", "the windows",
+                "the answer"):
+        print(f"    in {key}: {counts[key]}")
+    print(f"  abstained: {counts['abstained']}")
+    print("  rank of the best gold chain among all scored: " + ", ".join(f"{k} {v}" for k, v in sorted(found["ranks"].items())))
+    print("  wrong answers by the last stage that held the gold answer: "
+          + ", ".join(f"{k} {v}" for k, v in found["lost"].most_common()))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", type=Path)
@@ -78,6 +127,9 @@ def main(argv: list[str]) -> int:
         right[key] += bool((record.get("correct") or {}).get("hits1"))
         ungrounded += any("ungrounded_answer" in step for step in extra.get("trace") or [])
     print(f"{args.records}: {len(records)} records")
+    if any("chains_shown" in (r.get("extra") or {}) for r in records):
+        print_chains_stages(records)
+        return 0
     hydra = any(is_hydra(r) for r in records)
     if hydra:
         print_stage_recall(records)

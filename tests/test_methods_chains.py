@@ -132,6 +132,7 @@ def test_answer_spans_are_names_dates_and_numbers_of_the_text() -> None:
 def test_yes_no_questions_get_yes_and_no() -> None:
     assert is_yes_no("Are Ferrari and Lancia both Italian?")
     assert not is_yes_no("Which company owns Lancia?")
+    assert not is_yes_no("can you describe movie Enter the Dragon in a few words")
     allowed = allowed_answers("Were both founded in Turin?", ["Fiat"], ["Fiat was founded in 1899."])
     assert allowed[:3] == ["yes", "no", "Fiat"] and "1899" in allowed
 
@@ -179,21 +180,28 @@ def test_one_choice_then_one_answer_from_the_chosen_chain(demo_index: Path) -> N
     assert len(llm.requests) <= 3
 
 
-def test_not_found_is_an_abstention(demo_index: Path) -> None:
-    record, _ = _run(demo_index, FOUNDER, _choose("founded by", NOT_FOUND))
+def test_not_found_is_offered_only_without_a_route(demo_index: Path) -> None:
+    record, llm = _run(demo_index, FOUNDER, _choose("founded by", NOT_FOUND))
+    assert NOT_FOUND not in llm.requests[-1].schema["properties"]["answer"]["enum"]
+    assert not record.abstained and record.prediction  # the invalid reply: the route's best entity
+
+
+def test_none_then_not_found_is_an_abstention(demo_index: Path) -> None:
+    def reply(req: ScriptedRequest) -> Any:
+        return {"route": "none"} if req.stage == "choose" else {"answer": NOT_FOUND}
+
+    record, llm = _run(demo_index, FOUNDER, reply)
+    assert NOT_FOUND in llm.requests[-1].schema["properties"]["answer"]["enum"]
     assert record.abstained and record.prediction == "" and record.answer_source == "none"
-
-
-def test_abstain_off_takes_the_best_candidate(demo_index: Path) -> None:
-    record, _ = _run(demo_index, FOUNDER, _choose("founded by", NOT_FOUND), abstain=False)
-    assert not record.abstained and record.prediction
+    _, strict = _run(demo_index, FOUNDER, reply, abstain=False)
+    assert NOT_FOUND not in strict.requests[-1].schema["properties"]["answer"]["enum"]
 
 
 def test_none_of_the_routes_leaves_documents_only(demo_index: Path) -> None:
     def reply(req: ScriptedRequest) -> Any:
         if req.stage == "choose":
             return {"route": "none"}
-        return {"answer": NOT_FOUND}
+        return {"answer": "Oskar Thelling"}
 
     record, llm = _run(demo_index, FOUNDER, reply)
     assert record.extra["choice"] == "none"

@@ -12,10 +12,11 @@ import re
 from collections.abc import Sequence
 
 # A run of capitalised words, allowing a few lower-case joiners inside ("Bank of England",
-# "Jean de Florette"); digits may follow ("Apollo 11").
+# "Jean de Florette"); digits may follow ("Apollo 11"). A full stop ends a run ("John Pinette.
+# Simon Sez" is two names).
 _NAME = re.compile(
-    r"(?:[A-Z][\w'’.&-]*|\d+[\w-]*)(?:\s+(?:(?:of|the|and|de|la|le|von|van|der|du|del|da|for|on|in|&)\s+)*"
-    r"(?:[A-Z][\w'’.&-]*|\d+\w*))*")
+    r"(?:[A-Z][\w'’&-]*|\d+[\w-]*)(?:\s+(?:(?:of|the|and|de|la|le|von|van|der|du|del|da|for|on|in|&)\s+)*"
+    r"(?:[A-Z][\w'’&-]*|\d+\w*))*")
 _MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December|"
            "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
 _DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\.?\s+\d{{3,4}}|(?:{_MONTHS})\.?\s+\d{{1,2}},?\s+\d{{3,4}}"
@@ -25,8 +26,8 @@ _NUMBER = re.compile(r"(?<![\w.])(?:[$€£¥]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 # Sentence-initial words that are capitalised only because they start the sentence.
 _FUNCTION = frozenset(["a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "his", "her", "their", "we", "our", "in", "on", "at", "of", "for", "by", "with", "from", "to", "as", "and", "or", "but", "if", "when", "while", "after", "before", "during", "since", "until", "he", "is", "was", "were", "are", "be", "been", "there", "here", "what", "which", "who", "whom", "whose", "where", "why", "how", "also", "however", "although", "though", "other", "another", "some", "many", "most"])
-_YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|shall)\b",
-                     re.IGNORECASE)
+_YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|shall)\b"
+                     r"(?!\s+(?:you|we)\b)", re.IGNORECASE)  # "can you describe ..." asks for more than yes
 
 MAX_SPAN_CHARS = 80
 

@@ -22,14 +22,17 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    without vectors), ranked against the question at query time; the best `windows` are shown.
 6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
    candidate names, answer-shaped spans of the shown windows (`answer_spans`), yes/no for a
-   yes/no question, and "not found" (an abstention, counted; `abstain=false` takes the best
-   candidate instead).
+   yes/no question, and, only when no route was chosen, "not found" (an abstention, counted;
+   `abstain=false`: never offered). A chosen route is the model's own judgement that the
+   evidence answers the question (it could have said "none"): a 0.5B model then said "not
+   found" beside a route that listed the answer, so the answer call keeps to the evidence.
 
 LLM calls: 0-1 choice + 0-1 answer (none when nothing was found): at most 2 per question.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,8 +60,17 @@ from engine.methods.common import (
     timed,
 )
 from engine.methods.labels import display_text, entity_text
-from engine.methods.spec import MethodSpec, booleans, non_negative_ints, one_of, positive_ints
+from engine.methods.spec import (
+    MethodSpec,
+    booleans,
+    non_negative_ints,
+    numbers,
+    one_of,
+    positive_ints,
+)
 from engine.methods.topics import linked_or_searched
+from engine.questions.answer_match import names as names_in
+from engine.questions.answer_match import normalise_answer
 from engine.questions.record import AnswerRecord, Question
 from ingest.errors import LocalkgError
 
@@ -78,16 +90,21 @@ CHAINS_DEFAULTS: dict[str, Any] = {
     "max_nodes": 20_000,         # subgraph: node budget
     "beam": 40,                  # chains kept per level to extend further
     "scorer": "dense",           # dense (the index's embedding model) | lexical (word overlap)
+    "last_step": 0.6,            # the question's first words against the chain's last step
+    "first_step": 0.6,           # the words around the entity's mention against the first step
+    "hop_penalty": 0.06,         # per step beyond the first: a longer chain must earn its steps
+    "hub_penalty": 0.1,          # per tenfold size of the widest set a chain passes through
     "shown_chains": 5,           # chains the model chooses among
     "choose": "llm",             # llm (one call) | top (the scorer's best, no call)
-    "max_shown": 3,              # entity names shown per set of a route
+    "max_shown": 2,              # entity names shown per set of a route
     "max_candidates": 30,        # end entities offered as answers
     "windows": 4,                # document windows shown to the answer call (0: none)
     "window_sentences": 2,
-    "question_passages": 3,      # the question's own best passages searched for windows
+    "question_passages": 3,      # no chain chosen: the question's own best passages searched for windows
     "max_window_chars": 320,
-    "max_chunks_per_entity": 8,
-    "abstain": True,             # "not found" is an answer; false: the best candidate instead
+    "max_chunks_per_entity": 4,
+    "window_entities": 5,        # candidates whose documents are read (with the topic entities')
+    "abstain": True,             # "none" of the routes, then "not found" in the documents: an abstention
     "max_tokens": 48,
     "seed": 0,
 }
@@ -131,24 +148,57 @@ def _stems(text: str) -> set[str]:
 
 
 class _Scorer:
-    """Scores chains' relation words against the masked question (dense cosine or word overlap)."""
+    """Scores chains against the masked question, without the LLM (dense cosine of the relation
+    words, or word overlap with `scorer=lexical`). Besides the whole chain against the whole
+    question, two order-aware terms: the question's first words (where it says what kind of
+    thing it asks for: "who directed ...") against the chain's last step, and the words around
+    the entity's mention ("... the writer of X") against its first step. A step beyond the first
+    costs `hop_penalty`, and a chain through a large set (a release year shared by 900 films)
+    `hub_penalty` per tenfold size: a longer or vaguer chain must earn its place."""
 
     def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
-                 hop_penalty: float = 0.0) -> None:
+                 weights: ScoreWeights) -> None:
         self.kind = kind if dense is not None else "lexical"
-        self.hop_penalty = hop_penalty
         self.query = query
+        words = query.split()
+        at = next((i for i, w in enumerate(words) if "X" in w), None)
+        self.head = " ".join(words[:4])
+        self.around = " ".join(words[max(0, at - 4):at + 3]) if at is not None else query
         self.relation_label = relation_label
         self.dense = dense
-        self.query_stems = _stems(query)
+        self.weights = weights
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
-        texts = [c.relation_words(self.relation_label) for c in chains]
+        w, label = self.weights, self.relation_label
+        scores = self._similarity(self.query, [c.relation_words(label) for c in chains])
+        last = self._similarity(self.head, [step_text(c.steps[-1], label) for c in chains])
+        first = self._similarity(self.around, [step_text(c.steps[0], label) for c in chains])
+        result = []
+        for c, s, a, b in zip(chains, scores, last, first, strict=True):
+            widest = max((len(x) for x in c.sets[1:-1]), default=1)
+            result.append(s + w.last_step * a + w.first_step * b - w.hop_penalty * (c.hops - 1)
+                          - w.hub_penalty * math.log10(max(widest, 1)))
+        return result
+
+    def _similarity(self, query: str, texts: list[str]) -> list[float]:
         if self.kind == "dense" and self.dense is not None:
-            scores = self.dense.scores(self.query, texts)
-        else:
-            scores = [len((stems := _stems(t)) & self.query_stems) / (len(stems) or 1) for t in texts]
-        return [s - self.hop_penalty * (c.hops - 1) for s, c in zip(scores, chains, strict=True)]
+            return self.dense.scores(query, texts)
+        stems = _stems(query)
+        return [len((own := _stems(t)) & stems) / (len(own) or 1) for t in texts]
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    """The chain scorer's weights (config keys of the same names)."""
+
+    last_step: float
+    first_step: float
+    hop_penalty: float
+    hub_penalty: float
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> ScoreWeights:
+        return cls(*(float(config[k]) for k in ("last_step", "first_step", "hop_penalty", "hub_penalty")))
 
 
 _SCORERS: dict[int, tuple[Embedder, DenseScorer]] = {}
@@ -201,7 +251,7 @@ class ChainsRun:
         self.sub = sub
         self.record.extra["subgraph"] = sub.summary()
         query = _masked(self.question, [self.label(t) for t in topics])
-        scorer = _Scorer(str(cfg["scorer"]), query, self.kg.relation_label, self.dense)
+        scorer = _Scorer(str(cfg["scorer"]), query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg))
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
             every = [c for chains in per_topic for c in chains]
@@ -212,9 +262,21 @@ class ChainsRun:
         self.record.extra["chains_scored"] = len(every)
         self.record.extra["chains_shown"] = [
             {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.kg.relation_label),
-             "score": round(c.score, 4), "ends": len(c.ends)} for i, c in enumerate(shown, 1)]
+             "score": round(c.score, 4), "ends": len(c.ends), "gold": self.gold_in(c.ends)}
+            for i, c in enumerate(shown, 1)]
+        ranked = distinct_best(every, len(every))
+        self.record.extra["gold_chain_rank"] = next(
+            (i for i, c in enumerate(ranked, 1) if self.gold_in(c.ends[:1])), None)
         self.record.extra["scored_query"] = query
         return shown
+
+    def gold_in(self, entities: Sequence[str], texts: Sequence[str] = ()) -> list[str]:
+        """The gold answers among these entities (or, documents, said by these texts): for the
+        stage-recall statistics only; nothing in the method reads it."""
+        keys = {normalise_answer(self.label(e)) for e in entities}
+        haystack = " | ".join(normalise_answer(t) for t in texts)
+        return [a for a in self.question.answers
+                if (k := normalise_answer(a)) and (k in keys or (texts and names_in(haystack, k)))]
 
     def _chains_of(self, sub: Subgraph, topic: str, scorer: _Scorer) -> list[Chain]:
         return enumerate_chains(sub, topic, int(self.config["max_hops"]), scorer=scorer,
@@ -250,7 +312,7 @@ class ChainsRun:
         facts = [self._fact(chosen, candidates)] if chosen else []
         if chosen:
             self.record.paths.append(self._kg_evidence(chosen, candidates))
-        windows = self._windows(topics, candidates) if self.docs is not None else []
+        windows = self._windows(topics, candidates, searched=chosen is None) if self.docs is not None else []
         for window in windows:
             self.record.paths.append(EvidencePath(
                 source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
@@ -289,17 +351,20 @@ class ChainsRun:
     def _holds(self, fact: tuple[str, str, str]) -> bool:
         return self.sub is not None and self.sub.graph.has_edge(fact[0], fact[2], key=fact[1])
 
-    def _windows(self, topics: list[str], candidates: list[str]) -> list[ShownWindow]:
+    def _windows(self, topics: list[str], candidates: list[str], searched: bool) -> list[ShownWindow]:
+        """The best `windows` sentence windows of the candidates' and topic entities' documents
+        (and, when no chain was chosen, of the question's own best passages), by cosine to the
+        question."""
         cfg = self.config
         if int(cfg["windows"]) <= 0 or self.docs is None:
             return []
         docs = self.docs
         with timed(self.record, "retrieval"):
             chunks: dict[str, Any] = {}  # chunk id -> ChunkRecord
-            for entity in [*candidates[:10], *topics]:
+            for entity in [*candidates[: int(cfg["window_entities"])], *topics]:
                 for chunk in docs.chunks_of(entity, int(cfg["max_chunks_per_entity"])):
                     chunks.setdefault(chunk.chunk_id, chunk)
-            if int(cfg["question_passages"]) > 0:
+            if searched and int(cfg["question_passages"]) > 0:
                 try:
                     hits = docs.dense_search(self.text, int(cfg["question_passages"]))
                 except LocalkgError:  # built without vectors
@@ -335,20 +400,28 @@ class ChainsRun:
         passages = [w.text for w in evidence.windows]
         allowed = allowed_answers(self.text, names, passages)
         record.extra["candidates"] = allowed
+        record.extra["gold_in_candidates"] = [a for a in self.question.answers
+                                              if normalise_answer(a) in {normalise_answer(x) for x in allowed}]
+        record.extra["gold_in_windows"] = self.gold_in([], passages)
         if not allowed:
             abstain(record, "no chain and no document window")
             return
-        parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM,
+        # "not found" is offered where the evidence may not hold the answer: no route was chosen
+        # (documents only). A chosen route reaches entities: the model answers from them or from
+        # the windows (a 0.5B model said "not found" beside a route that listed the answer).
+        offer = not names and bool(cfg["abstain"])
+        parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
                      user=cp.answer_user(self.text, evidence.facts, passages),
-                     schema=cp.answer_schema(allowed), stage="answer", temperature=0.0,
+                     schema=cp.answer_schema(allowed, offer), stage="answer", temperature=0.0,
                      max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]))
         answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
         record.extra["model_answer"] = answer
-        if answer == cp.NOT_FOUND or not answer:
-            if cfg["abstain"] or not names:
-                abstain(record, "the model found no answer in the evidence" if answer else "no valid reply")
-                return
-            answer = ""
+        if answer == cp.NOT_FOUND:
+            abstain(record, "the model found no answer in the documents")
+            return
+        if not answer and not names:
+            abstain(record, "no valid reply")
+            return
         asked = [self.label(t) for t in topics]
         record.prediction, record.predictions = rank_answers(answer, list(dict.fromkeys(names)), asked)
         in_kg = any(n == record.prediction for n in names)
@@ -365,8 +438,9 @@ CHAINS = MethodSpec(
     "chains", run_chains, CHAINS_DEFAULTS,
     "ours, for small models: LLM-free chain search, one chain choice, one answer",
     checks=(positive_ints("max_hops", "max_topic_entities", "max_degree", "max_nodes", "beam", "shown_chains",
-                          "max_shown", "max_candidates", "window_sentences", "max_window_chars",
+                          "max_shown", "max_candidates", "window_sentences", "max_window_chars", "window_entities",
                           "max_chunks_per_entity", "max_tokens"),
             non_negative_ints("topic_search", "windows", "question_passages", "seed"),
-            one_of("choose", CHOOSERS), one_of("scorer", SCORERS), booleans("abstain")),
+            one_of("choose", CHOOSERS), one_of("scorer", SCORERS), booleans("abstain"),
+            numbers("last_step", "first_step", "hop_penalty", "hub_penalty", low=0.0, high=2.0)),
 )

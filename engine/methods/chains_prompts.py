@@ -40,16 +40,21 @@ def choose_schema(n: int) -> dict[str, Any]:
 
 def answer_user(question: str, facts: Sequence[str], passages: Sequence[str]) -> str:
     """The evidence, then the question (the reply's enum holds the allowed answers)."""
-    parts = []
-    if facts:
-        parts.append("Facts:\n" + "\n".join(f"- {f}" for f in facts))
+    parts = []  # the graph's facts last, nearest the question: a small model reads the end best
     if passages:
         parts.append("Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)))
+    if facts:
+        parts.append("Facts:\n" + "\n".join(f"- {f}" for f in facts))
     parts.append(f"Question: {question}")
     return "\n".join(parts)
 
 
-def answer_schema(allowed: Sequence[str]) -> dict[str, Any]:
-    values = list(dict.fromkeys([*allowed, NOT_FOUND]))
+ANSWER_ROUTE_SYSTEM = """You answer a question from the evidence given with it: facts from a knowledge graph and passages from documents.
+Give the short answer only, as written in the evidence: a name, a title, a date or a number, or yes or no.
+Reply with JSON {"answer": "..."}."""
+
+
+def answer_schema(allowed: Sequence[str], offer_not_found: bool = True) -> dict[str, Any]:
+    values = list(dict.fromkeys([*allowed, *([NOT_FOUND] if offer_not_found else [])]))
     return {"type": "object", "properties": {"answer": {"type": "string", "enum": values}},
             "required": ["answer"]}
