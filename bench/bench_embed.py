@@ -10,7 +10,7 @@ localhost), in one run on the same texts and the same cores.
   (the docs benchmark's recall@10), and the share of all supporting paragraphs found.
 - Linking: the MetaQA entity table with label vectors from each backend; the topic of every 12th
   dev question (1/2/3-hop), with brackets removed (as tests/test_linking.py), and with one letter
-  of the topic dropped, so that only label-embedding similarity can find it.
+  of the topic dropped, so that only fuzzy (spelling) or label-embedding matching can find it.
 The default backend switches to onnx-int8 only if it is >= 2.5x torch's texts/s, within 1 point
 of its recall@10, and links as well; the result says whether each holds.
 """
@@ -137,14 +137,9 @@ def _retrieval(root: Path) -> dict[str, Any]:
     return result
 
 
-def _linking(root: Path) -> dict[str, Any]:
-    from engine.access.linking import EntityLinker
-    from index.build import build_index
-    from index.doc_stage import DocSource
-    from index.kg_stage import KgSource
-
-    doc = root / "one.jsonl"  # the vectors stage needs a chunk; the labels are what is measured
-    doc.write_text(json.dumps({"id": "d", "title": "Note", "text": "A note."}) + "\n", encoding="utf-8")
+def linking_cases() -> dict[str, list[tuple[str, str]]]:
+    """(question, topic name) pairs: every LINK_EVERY-th MetaQA dev question (1/2/3-hop) with
+    brackets removed, and (topics of 6+ characters) with one letter of the topic dropped."""
     cases: dict[str, list[tuple[str, str]]] = {"without brackets": [], "one letter dropped": []}
     for hop in ("1-hop", "2-hop", "3-hop"):
         lines = (METAQA / "questions" / hop / "qa_dev.txt").read_text(encoding="utf-8").splitlines()[::LINK_EVERY]
@@ -158,6 +153,18 @@ def _linking(root: Path) -> dict[str, Any]:
             if len(name) >= 6:  # drop the letter after the middle: no exact, alias or normalised match
                 cut = len(name) // 2 + 1
                 cases["one letter dropped"].append((_TOPIC.sub(name[:cut] + name[cut + 1:], question), name))
+    return cases
+
+
+def _linking(root: Path) -> dict[str, Any]:
+    from engine.access.linking import EntityLinker
+    from index.build import build_index
+    from index.doc_stage import DocSource
+    from index.kg_stage import KgSource
+
+    doc = root / "one.jsonl"  # the vectors stage needs a chunk; the labels are what is measured
+    doc.write_text(json.dumps({"id": "d", "title": "Note", "text": "A note."}) + "\n", encoding="utf-8")
+    cases = linking_cases()
     result: dict[str, Any] = {}
     for backend in ("torch", "onnx-int8"):
         out = root / f"metaqa-{backend}"

@@ -7,14 +7,16 @@ Order of evidence:
 3. otherwise, mentions found by n-gram matching against the label/alias dictionary (longest,
    best-shaped match wins; an LLM extraction step can supply mentions instead).
 Each mention is resolved by exact label, alias, then normalised match; a mention that matches
-nothing is resolved by label-embedding similarity above a threshold (when the index has
-entity-label vectors).
+nothing is resolved as a misspelt name (`FuzzyNames`: a character-trigram index over the
+normalised names, checked by edit distance), else by label-embedding similarity (when the index
+has entity-label vectors). Both scores are similarities in [0, 1] kept only above the threshold.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -24,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from index.embedder import Embedder
-from index.entities import EntityTable
+from index.entities import EntityTable, normalise
 from index.paths import IndexPaths
 from ingest.errors import IndexError_
 from ingest.terms import expand_entity_id
@@ -36,6 +38,14 @@ DEFAULT_THRESHOLD = 0.8
 PARTIAL_PENALTY = 0.8
 MAX_NGRAM = 10
 RERANK_FACTOR = 8  # IVF-PQ label search: candidates fetched per wanted result, then re-ranked
+# Misspelt names: at most this many character edits (a letter dropped, added, replaced, or two
+# swapped); more than that is a variant ("Co" for "Company"), left to label embeddings.
+FUZZY_MAX_EDITS = 2
+FUZZY_MIN_CHARS = 4  # shorter mentions are too ambiguous to correct
+FUZZY_CANDIDATES = 64  # names sharing the most trigrams with a mention, checked by edit distance
+# Names in the trigram index: on a larger table, the best-connected ones. A million names keep
+# about 55 MB of arrays, take some 7 s and 0.7 GB at the peak to index, 4 ms a search.
+FUZZY_MAX_NAMES = 1_000_000
 # Function words and question vocabulary: never a mention on their own.
 _STOPWORD_TEXT = """a an the of in on at to for from by with about as into onto over under after before between
     during without within and or but nor not no yes is are was were be been being am do does did done
@@ -119,6 +129,79 @@ class LabelIndex:
         return result
 
 
+class FuzzyNames:
+    """Names close in spelling to a mention: a character-trigram index (CSR arrays: each trigram's
+    sorted rows) over normalised names, whose best-sharing names are checked by edit distance.
+
+    Built in memory from the entity table at first use (nothing is written to the index folder);
+    deterministic: trigrams are exact code-point triples, not hashes, and ties go to the row order.
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        codes, rows = _trigram_codes(self.names)
+        order = np.argsort(codes, kind="stable")  # stable: rows stay ascending within a trigram
+        codes, rows = codes[order], rows[order]
+        first = np.ones(len(codes), dtype=bool)
+        first[1:] = (codes[1:] != codes[:-1]) | (rows[1:] != rows[:-1])  # a trigram twice in a name counts once
+        codes, self._rows = codes[first], rows[first]
+        self._grams, starts = np.unique(codes, return_index=True)
+        self._starts = np.append(starts, len(codes))
+        self._lengths = np.fromiter((len(n) for n in self.names), dtype=np.int32, count=len(self.names))
+
+    def search(self, name: str, max_edits: int = FUZZY_MAX_EDITS) -> list[tuple[str, int]]:
+        """(indexed name, edits) within `max_edits` of `name` (normalised), fewest edits first."""
+        grams = np.unique(_trigram_codes([name])[0])
+        at = np.searchsorted(self._grams, grams)
+        found = at < len(self._grams)
+        at = at[found][self._grams[at[found]] == grams[found]]
+        if not len(at):
+            return []
+        rows, shared = np.unique(np.concatenate([self._rows[self._starts[i]:self._starts[i + 1]] for i in at]),
+                                 return_counts=True)
+        near = np.abs(self._lengths[rows] - len(name)) <= max_edits  # more would take more edits
+        rows, shared = rows[near], shared[near]
+        best = rows[np.lexsort((rows, -shared))[:FUZZY_CANDIDATES]]
+        hits = [(int(row), edits) for row in best.tolist()
+                if (edits := _edit_distance(name, self.names[row], max_edits)) <= max_edits]
+        return [(self.names[row], edits) for row, edits in sorted(hits, key=lambda h: (h[1], h[0]))]
+
+
+def _trigram_codes(names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(trigram code, row) for every trigram of every name padded with one space on each side;
+    a code packs three 21-bit code points into one uint64, so no two trigrams share one."""
+    padded = [f" {n} " for n in names]
+    lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=len(padded))
+    chars = np.frombuffer("".join(padded).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    counts = np.maximum(lengths - 2, 0)
+    rows = np.repeat(np.arange(len(names), dtype=np.int32), counts)
+    first_char = np.cumsum(lengths) - lengths
+    first_gram = np.cumsum(counts) - counts
+    starts = np.repeat(first_char, counts) + (np.arange(int(counts.sum())) - np.repeat(first_gram, counts))
+    codes = (chars[starts] << np.uint64(42)) | (chars[starts + 1] << np.uint64(21)) | chars[starts + 2]
+    return codes, rows
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment distance (a swap of neighbours is one edit), or limit + 1 as soon
+    as it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] | None = None
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = ca != cb
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if before is not None and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, previous = previous, current
+    return previous[-1]
+
+
 class EntityLinker:
     """Links questions to entities of one index."""
 
@@ -175,7 +258,8 @@ class EntityLinker:
         return _best_first(self._from_ngrams(question))
 
     def resolve(self, mention: str, prefix: str = "mention", limit: int = 3) -> list[LinkCandidate]:
-        """Entities for one mention: exact, alias, normalised, then label-embedding similarity."""
+        """Entities for one mention: exact, alias, normalised, spelling (fuzzy), then
+        label-embedding similarity."""
         found = self.table.find(mention)
         if found:
             weight = MATCH_WEIGHT[found[0][1]]
@@ -183,7 +267,7 @@ class EntityLinker:
                 LinkCandidate(mention, entity, self.table.label(entity), round(weight - 0.01 * i, 4), f"{prefix}: {how} match")
                 for i, (entity, how) in enumerate(found[:limit])
             ]
-        return self._by_embedding([mention], prefix, limit)
+        return self._by_spelling(mention, prefix, limit) or self._by_embedding([mention], prefix, limit)
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -210,11 +294,17 @@ class EntityLinker:
         matches = self._dictionary_matches(question)
         taken = [(span.start, span.end) for span, _ in matches]
         result: list[LinkCandidate] = []
+        all_runs = _capitalised_runs(question)
+        misspelt = self._misspelt_names(question, [span for span, _ in matches], all_runs)
+        result.extend(candidate for _, candidate in misspelt)
         # A name-like run that no match covers whole (misspelt, abbreviated, or only partly a
-        # label): try label similarity on the whole run, and trust the partial matches less.
-        runs = [r for r in _capitalised_runs(question) if (r.start, r.end) not in taken]
+        # label): try label similarity on the whole run (unless it is a misspelt name, found
+        # above), and trust the partial matches less.
+        runs = [r for r in all_runs if (r.start, r.end) not in taken]
+        wider = runs + [span for span, _ in misspelt]
+        runs = [r for r in runs if not any(m.start < r.end and r.start < m.end for m, _ in misspelt)]
         for span, found in matches:
-            partial = any(r.start <= span.start and span.end <= r.end for r in runs)
+            partial = any(r.start <= span.start and span.end <= r.end for r in wider)
             score = MATCH_WEIGHT[found[0][1]] * _shape_weight(span.text) * (PARTIAL_PENALTY if partial else 1.0)
             note = " (part of a longer name)" if partial else ""
             for i, (entity, how) in enumerate(found[:3]):
@@ -227,6 +317,35 @@ class EntityLinker:
             # content-word n-grams and keep the best non-overlapping ones above the threshold.
             result = self._content_ngrams_by_embedding(question)
         return result
+
+    def _misspelt_names(self, question: str, matched: list[_Span], runs: list[_Span]) -> list[tuple[_Span, LinkCandidate]]:
+        """Non-overlapping spans that are a label misspelt (`_by_spelling`), best first.
+
+        A span starts with a capitalised word, is not all function words, and may hold a
+        dictionary match ("Tommy hong" holds "Tommy"), but is never a match itself, inside one,
+        or across its edge: a name spelt right keeps its match. It holds every capitalised run
+        it touches whole: a word of a longer name ("Fertilizer" of "Altmoor Fertilizer Co") is
+        no name of its own.
+        """
+        words = [m for m in _TOKEN.finditer(question) if m.group(0)[0].isalnum()]
+        found: list[tuple[_Span, LinkCandidate]] = []
+        for i, first in enumerate(words):
+            if not (first.group(0)[0].isupper() or first.group(0)[0].isdigit()):
+                continue
+            for last in words[i:i + self.max_ngram]:
+                span = _Span(first.start(), last.end(), 0, question[first.start():last.end()])
+                if (_is_stop_span(span.text) or any(_overlaps_not_within(m, span) for m in matched)
+                        or any(_cuts(span, r) for r in runs)):
+                    continue
+                # A span around a name spelt right is more likely that name and a word beside
+                # it ("Martha were" is not "Martha West"): one edit at most there.
+                holds_match = any(span.start <= m.start and m.end <= span.end for m in matched)
+                found.extend((span, c) for c in self._by_spelling(span.text, "n-gram", 1, 1 if holds_match else FUZZY_MAX_EDITS))
+        chosen: list[tuple[_Span, LinkCandidate]] = []
+        for span, candidate in sorted(found, key=lambda f: (-f[1].score, f[0].start - f[0].end, f[0].start)):
+            if not any(span.start < other.end and other.start < span.end for other, _ in chosen):
+                chosen.append((span, candidate))
+        return chosen
 
     def _dictionary_matches(self, question: str) -> list[tuple[_Span, list[tuple[str, str]]]]:
         """Non-overlapping n-grams that are labels or aliases: capitalised ones first, then the
@@ -266,6 +385,43 @@ class EntityLinker:
             taken.append(span)
             result.append(candidate)
         return result
+
+    def _by_spelling(self, mention: str, prefix: str, limit: int, max_edits: int = FUZZY_MAX_EDITS) -> list[LinkCandidate]:
+        """Entities whose name is `mention` misspelt: a few character edits away, scored by
+        1 - edits / length (the longer of the two normalised names), kept above the threshold."""
+        key = normalise(mention)
+        if len(key) < FUZZY_MIN_CHARS:
+            return []
+        by_name, degrees, ids = self.table.normalised_names(), self.table.degrees, self.table.ids
+        hits = []
+        for name, edits in self.fuzzy_names.search(key, max_edits):
+            score = 1.0 - edits / max(len(key), len(name))
+            if score >= self.threshold:
+                hits += [(score, -degrees[row], ids[row], name, edits) for row in by_name[name]]
+        # closest spelling first, then the best-connected entity (as for exact matches)
+        result: list[LinkCandidate] = []
+        same_name: Counter[str] = Counter()
+        for score, _, entity, name, edits in sorted(hits, key=lambda h: (-h[0], h[1], h[2])):
+            if any(c.entity == entity for c in result):
+                continue  # an entity under two names (label and alias)
+            result.append(LinkCandidate(mention, entity, self.table.label(entity), round(score - 0.01 * same_name[name], 4),
+                                        f"{prefix}: fuzzy match, {edits} edit{'' if edits == 1 else 's'} from {name!r}"))
+            same_name[name] += 1
+            if len(result) >= limit:
+                break
+        return result
+
+    @cached_property
+    def fuzzy_names(self) -> FuzzyNames:
+        """The trigram index of the table's normalised names and aliases, built at first use
+        (the best-connected FUZZY_MAX_NAMES names of a larger table)."""
+        by_name = self.table.normalised_names()
+        names = [name for name in by_name if len(name) >= FUZZY_MIN_CHARS - FUZZY_MAX_EDITS]
+        if len(names) > FUZZY_MAX_NAMES:
+            degrees = self.table.degrees
+            top = {name: max(degrees[row] for row in by_name[name]) for name in names}
+            names = sorted(names, key=lambda n: (-top[n], n))[:FUZZY_MAX_NAMES]
+        return FuzzyNames(names)
 
     def _by_embedding(self, mentions: list[str], prefix: str, limit: int) -> list[LinkCandidate]:
         if self.label_index is None or not mentions:
@@ -346,6 +502,18 @@ def _capitalised_runs(question: str) -> list[_Span]:
         text = question[start:end].rstrip(".,;:!?")
         spans.append(_Span(start, start + len(text), len(words), text))
     return spans
+
+
+def _overlaps_not_within(match: _Span, span: _Span) -> bool:
+    """Whether `match` overlaps `span` other than strictly inside it (the same span, a wider
+    one, or across an edge)."""
+    inside = span.start <= match.start and match.end <= span.end and (match.start, match.end) != (span.start, span.end)
+    return match.start < span.end and span.start < match.end and not inside
+
+
+def _cuts(span: _Span, run: _Span) -> bool:
+    """Whether `span` takes part of `run` but not all of it."""
+    return span.start < run.end and run.start < span.end and not (span.start <= run.start and run.end <= span.end)
 
 
 def _best_first(candidates: list[LinkCandidate]) -> list[LinkCandidate]:

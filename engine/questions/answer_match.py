@@ -30,23 +30,52 @@ Metrics (all per question; `evaluate.py` averages them):
 Normalisation (`normalise_answer`): Unicode NFKD with combining marks dropped, case-folded,
 underscores to spaces (PathQuestion names), punctuation removed (kept inside numbers), the
 articles a/an/the removed, whitespace collapsed.
+
+Values (`_key`, behind `hits_at_1`, `exact_match` and `f1`): an RDF literal counts as its lexical
+form (`"42"^^xsd:integer` is 42, `"Paris"@en` is Paris); a number compares by value ("1,000" ==
+"1000" == "1000.0" == "1e3"; commas only as thousands separators); a date compares by the day
+it names, whatever its spelling: `1952-03-11T00:00:00Z` (Wikidata), `+1952-03-11`, `1952-03-11`,
+"11 March 1952", "March 11, 1952", "11th of Mar. 1952" are one answer; "March 1952" and `1952-03`
+are one month. A date matches only a date of the same precision: "1952" is not "1952-03-11"
+(nor "1953-01-01"), but a Wikidata year-precision value written `1952-00-00T00:00:00Z` is 1952.
+`paper_em` and the HotpotQA token metrics stay as their papers define them (strings only).
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 import string
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine.access.graph import EvidencePath
 
 _ARTICLES = frozenset({"a", "an", "the"})
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W_]+")
-_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+")
+# Commas only as thousands separators: "12,5" is not 125.
+_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:e[-+]?\d+)?|[-+]?\.\d+(?:e[-+]?\d+)?", re.IGNORECASE)
+# An RDF literal as a KG, a SPARQL result or a dataset may write it: "lexical"^^<type> or
+# "lexical"^^xsd:type, or "lexical"@lang.
+_RDF_LITERAL = re.compile(r'"(.*)"(?:\^\^(?:<[^<>\s]*>|[A-Za-z][\w.-]*:[\w.-]+)|@[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*)?', re.DOTALL)
+_MONTHS = {name: number for number, names in enumerate(
+    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+     ("november", "nov"), ("december", "dec")], start=1) for name in names}
+# ISO 8601 / xsd:date / xsd:dateTime as Wikidata writes them (a sign, zero month or day for a
+# year- or month-precision value, a time of day, a zone).
+_ISO_DATE = re.compile(r"([-+]?\d{4,})-(\d{2})(?:-(\d{2}))?"
+                       r"(?:[t ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(?:z|[-+]\d{2}:?\d{2})?")
+_WEEKDAY = r"(?:(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?\.?,?\s+)?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_MONTH = r"([a-z]+)\.?"
+_DAY_MONTH_YEAR = re.compile(rf"{_WEEKDAY}{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{3,4}})")
+_MONTH_DAY_YEAR = re.compile(rf"{_WEEKDAY}{_MONTH}\s+{_DAY},?\s+(\d{{3,4}})")
+_MONTH_YEAR = re.compile(rf"{_MONTH},?\s+(\d{{3,4}})")
 
 AnswerGroups = list[list[str]]  # one inner list per gold answer: the answer and its aliases
 
@@ -62,23 +91,81 @@ def normalise_answer(text: str) -> str:
     return " ".join(kept)
 
 
-def _number(text: str) -> float | None:
-    """The value of an answer that is just a number (commas as thousands separators)."""
+def _number(text: str) -> Decimal | None:
+    """The exact value of an answer that is just a number (commas as thousands separators)."""
     candidate = text.strip()
     if not _NUMBER.fullmatch(candidate):
         return None
     try:
-        return float(candidate.replace(",", ""))
-    except ValueError:
+        value = Decimal(candidate.replace(",", ""))
+    except InvalidOperation:
         return None
+    return value if value.is_finite() else None
+
+
+def _number_key(value: Decimal) -> str:
+    # Decimal, not float: "1234567" and "1234568" must stay two answers ("%g" merged them).
+    value = value.normalize()
+    return "#" + format(value if value else Decimal(0), "f")
+
+
+def lexical_form(text: str) -> str:
+    """An RDF literal's lexical form (`"42"^^xsd:integer` -> 42, `"Paris"@en` -> Paris); any
+    other text as it is."""
+    stripped = str(text).strip()
+    match = _RDF_LITERAL.fullmatch(stripped)
+    return match.group(1) if match else stripped
+
+
+def _valid_day(year: int, month: int, day: int) -> bool:
+    if not 1 <= month <= 12 or day < 1:
+        return False
+    # calendar knows years 1..9999; outside them (BCE dates in Wikidata) any day up to 31 will do
+    return day <= (calendar.monthrange(year, month)[1] if 1 <= year <= 9999 else 31)
+
+
+def _date_value(year: int, month: int, day: int | None, time: str = "") -> str | None:
+    """A date's comparison key at its precision: "@1952-03-11", "@1952-03", or (a Wikidata
+    year-precision value, month 00) the year as a number; None when it is no date."""
+    if month == 0:
+        return _number_key(Decimal(year)) if not day else None
+    written = f"@{'-' if year < 0 else ''}{abs(year):04d}-{month:02d}"
+    if day == 0 or day is None:
+        return written if 1 <= month <= 12 else None
+    if not _valid_day(year, month, day):
+        return None
+    return f"{written}-{day:02d}{time}"
+
+
+def date_key(text: str) -> str | None:
+    """The comparison key of an answer that is just a date (see the module docstring), else None."""
+    candidate = unicodedata.normalize("NFKC", text).strip().casefold()
+    if match := _ISO_DATE.fullmatch(candidate):
+        year, month, day, hour, minute, second = match.groups()
+        clock = (hour or "00", minute or "00", second or "00")
+        # Wikidata writes every date at midnight; another time of day is a different answer.
+        time = "" if clock == ("00", "00", "00") else "T" + ":".join(clock)
+        return _date_value(int(year), int(month), int(day) if day else None, time)
+    for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
+        if match := pattern.fullmatch(candidate):
+            parts = dict(zip(order, match.groups(), strict=True))
+            month = _MONTHS.get(parts["m"])
+            if month is None:
+                return None
+            return _date_value(int(parts["y"]), month, int(parts["d"])) if int(parts["d"]) else None
+    if (match := _MONTH_YEAR.fullmatch(candidate)) and match.group(1) in _MONTHS:
+        return _date_value(int(match.group(2)), _MONTHS[match.group(1)], None)
+    return None
 
 
 def _key(text: str) -> str:
-    """Normalised form, with numbers in one canonical spelling."""
+    """Normalised form, with literals as their lexical forms and numbers and dates in one
+    canonical spelling."""
+    text = lexical_form(text)
     value = _number(text)
     if value is not None:
-        return f"#{value:g}"
-    return normalise_answer(text)
+        return _number_key(value)
+    return date_key(text) or normalise_answer(text)
 
 
 def answer_groups(answers: Sequence[str], groups: Sequence[Sequence[str]] | None = None) -> AnswerGroups:
@@ -113,6 +200,17 @@ def prediction_list(prediction: str, predictions: Sequence[str] | None) -> list[
 _ITEM_SEPARATOR = re.compile(r"\s*(?:[;|\n]|,(?!\d{3}(?!\d)))\s*")  # not inside 1,000
 
 
+def _rejoin_dates(items: list[str]) -> list[str]:
+    """Items split at the comma of a date ("March 11", "1952") joined again."""
+    result: list[str] = []
+    for item in items:
+        if result and (joined := f"{result[-1]}, {item}") and date_key(joined) and not date_key(result[-1]):
+            result[-1] = joined
+        else:
+            result.append(item)
+    return result
+
+
 def names(haystack: str, needle: str) -> bool:
     """Whether `needle` occurs in `haystack` as whole words."""
     return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
@@ -123,7 +221,7 @@ def answer_set(prediction: str, predictions: Sequence[str] | None,
     """The answers a record commits to (EM and F1 are computed over this set; see above)."""
     ranked = prediction_list(prediction, predictions)
     text = str(answer_text if answer_text is not None else prediction or "").strip()
-    items = [i for i in _ITEM_SEPARATOR.split(text) if i.strip()]
+    items = _rejoin_dates([i for i in _ITEM_SEPARATOR.split(text) if i.strip()])
     if len(items) > 1 and " and " in items[-1]:  # "A, B and C"
         items[-1:] = [i for i in re.split(r"\s+and\s+", items[-1]) if i.strip()]
     key = normalise_answer(text)
