@@ -127,13 +127,13 @@ def main(argv: list[str]) -> int:
         right[key] += bool((record.get("correct") or {}).get("hits1"))
         ungrounded += any("ungrounded_answer" in step for step in extra.get("trace") or [])
     print(f"{args.records}: {len(records)} records")
-    if any("chains_shown" in (r.get("extra") or {}) for r in records):
+    chains = any("chains_shown" in (r.get("extra") or {}) for r in records)
+    if chains:
         print_chains_stages(records)
-        return 0
     hydra = any(is_hydra(r) for r in records)
     if hydra:
         print_stage_recall(records)
-    if not hydra or any((r.get("extra") or {}).get("stopped") for r in records):
+    if not chains and (not hydra or any((r.get("extra") or {}).get("stopped") for r in records)):
         for (reason, depth), n in sorted(stops.items()):
             print(f"  stopped {reason} at depth {depth}: {n} ({right[(reason, depth)]} right)")
         print(f"  questions with a 'sufficient' rejected as ungrounded: {ungrounded}")

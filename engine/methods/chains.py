@@ -103,7 +103,7 @@ CHAINS_DEFAULTS: dict[str, Any] = {
     "question_passages": 3,      # no chain chosen: the question's own best passages searched for windows
     "max_window_chars": 320,
     "max_chunks_per_entity": 4,
-    "window_entities": 5,        # candidates whose documents are read (with the topic entities')
+    "window_entities": 5,        # entities per set of the route whose documents are read
     "abstain": True,             # "none" of the routes, then "not found" in the documents: an abstention
     "max_tokens": 48,
     "seed": 0,
@@ -312,13 +312,21 @@ class ChainsRun:
         facts = [self._fact(chosen, candidates)] if chosen else []
         if chosen:
             self.record.paths.append(self._kg_evidence(chosen, candidates))
-        windows = self._windows(topics, candidates, searched=chosen is None) if self.docs is not None else []
+        readers = self._route_entities(chosen) if chosen else []
+        windows = self._windows(topics, readers, searched=chosen is None) if self.docs is not None else []
         for window in windows:
             self.record.paths.append(EvidencePath(
                 source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
                 sentences=[window.text], chunk_ids=[window.chunk_id], titles=[window.title],
                 score_kind="cosine to the question"))
         return Evidence(facts, windows)
+
+    def _route_entities(self, chain: Chain) -> list[str]:
+        """Every entity the route passes through, the last step's first: the answer may be a fact
+        of an entity on the way that only its documents hold ("the chief executive of the
+        company that supplies X": the graph reaches the company, its report names the CEO)."""
+        sets = [s for c in [chain, *([chain.also] if chain.also else [])] for s in reversed(c.sets[1:])]
+        return list(dict.fromkeys(e for s in sets for e in s[: int(self.config["window_entities"])]))
 
     def _fact(self, chain: Chain, candidates: list[str]) -> str:
         """The chosen chain as one line, its end set in full up to the candidates."""
@@ -351,17 +359,17 @@ class ChainsRun:
     def _holds(self, fact: tuple[str, str, str]) -> bool:
         return self.sub is not None and self.sub.graph.has_edge(fact[0], fact[2], key=fact[1])
 
-    def _windows(self, topics: list[str], candidates: list[str], searched: bool) -> list[ShownWindow]:
-        """The best `windows` sentence windows of the candidates' and topic entities' documents
-        (and, when no chain was chosen, of the question's own best passages), by cosine to the
-        question."""
+    def _windows(self, topics: list[str], readers: list[str], searched: bool) -> list[ShownWindow]:
+        """The best `windows` sentence windows of the documents of the entities along the chosen
+        route and of the topic entities (and, when no route was chosen, of the question's own
+        best passages), by cosine to the question."""
         cfg = self.config
         if int(cfg["windows"]) <= 0 or self.docs is None:
             return []
         docs = self.docs
         with timed(self.record, "retrieval"):
             chunks: dict[str, Any] = {}  # chunk id -> ChunkRecord
-            for entity in [*candidates[: int(cfg["window_entities"])], *topics]:
+            for entity in [*readers, *topics]:
                 for chunk in docs.chunks_of(entity, int(cfg["max_chunks_per_entity"])):
                     chunks.setdefault(chunk.chunk_id, chunk)
             if searched and int(cfg["question_passages"]) > 0:
