@@ -224,6 +224,7 @@ class ChainsRun:
         embedder = optional_embedder(ctx, self.docs)
         self.dense = _shared_scorer(embedder) if embedder is not None else None
         self.sub: Subgraph | None = None
+        self.masked = self.text  # the question with the topic entities masked (set by `plan`)
 
     def label(self, node: str) -> str:
         return entity_text(self.kg, node)
@@ -268,6 +269,7 @@ class ChainsRun:
         self.record.extra["gold_chain_rank"] = next(
             (i for i, c in enumerate(ranked, 1) if self.gold_in(c.ends[:1])), None)
         self.record.extra["scored_query"] = query
+        self.masked = query
         return shown
 
     def gold_in(self, entities: Sequence[str], texts: Sequence[str] = ()) -> list[str]:
@@ -361,15 +363,16 @@ class ChainsRun:
 
     def _windows(self, topics: list[str], readers: list[str], searched: bool) -> list[ShownWindow]:
         """The best `windows` sentence windows of the documents of the entities along the chosen
-        route and of the topic entities (and, when no route was chosen, of the question's own
-        best passages), by cosine to the question."""
+        route (no route: of the topic entities' documents and the question's own best passages),
+        by cosine to the question with the topic entities masked: the topic's own report names
+        its own chief executive, which is not what "the chief executive of its supplier" asks."""
         cfg = self.config
         if int(cfg["windows"]) <= 0 or self.docs is None:
             return []
         docs = self.docs
         with timed(self.record, "retrieval"):
             chunks: dict[str, Any] = {}  # chunk id -> ChunkRecord
-            for entity in [*readers, *topics]:
+            for entity in readers or topics:
                 for chunk in docs.chunks_of(entity, int(cfg["max_chunks_per_entity"])):
                     chunks.setdefault(chunk.chunk_id, chunk)
             if searched and int(cfg["question_passages"]) > 0:
@@ -389,7 +392,7 @@ class ChainsRun:
                     units.append(ShownWindow(shown, chunk.chunk_id, chunk.title, chunk.collection))
             if not units or self.dense is None:
                 return units[: int(cfg["windows"])]
-            ranked = self.dense.rank(self.text, [u.text for u in units])
+            ranked = self.dense.rank(self.masked, [u.text for u in units])
             kept: list[ShownWindow] = []
             seen: set[str] = set()
             for i, _ in ranked:
