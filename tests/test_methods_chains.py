@@ -234,10 +234,20 @@ def test_no_topic_entity_and_no_document_abstains_without_a_call(demo_index: Pat
     assert record.abstained and llm.requests == []
 
 
-def test_windows_come_from_the_documents_of_candidates_and_topics(demo_index: Path) -> None:
+def test_windows_come_from_the_documents_of_the_routes_entities(demo_index: Path) -> None:
     question = Question("d", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"],
                         topic_entities=["Norvale Motors"])
     record, llm = _run(demo_index, question, _choose("chief executive", NOT_FOUND))
     windows = [p for p in record.paths if p.source != "kg"]
     assert 1 <= len(windows) <= 4 and all(p.chunk_ids for p in windows)
-    assert "Passages:" in llm.requests[-1].messages[-1]["content"]
+    first_answer = next(r for r in llm.requests if r.stage == "answer")
+    assert "Passages:" in first_answer.messages[1]["content"]
+
+
+def test_choose_answer_reads_the_best_routes_in_one_call(demo_index: Path) -> None:
+    record, llm = _run(demo_index, FOUNDER, _choose("founded by", "Oskar Thelling"), choose="answer")
+    assert [r.stage for r in llm.requests] == ["answer"]
+    facts = llm.requests[0].messages[-1]["content"].split("Facts:")[1]
+    assert 2 <= facts.count("\n- ") <= 3  # one line per route read
+    assert record.prediction == "Oskar Thelling"
+    assert len([p for p in record.paths if p.source == "kg"]) == facts.count("\n- ")

@@ -78,7 +78,7 @@ if TYPE_CHECKING:
     from engine.access.protocols import DocumentStore, Embedder
     from engine.methods.context import Context
 
-CHOOSERS = ("llm", "top")
+CHOOSERS = ("llm", "top", "answer")
 SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
@@ -95,7 +95,9 @@ CHAINS_DEFAULTS: dict[str, Any] = {
     "hop_penalty": 0.06,         # per step beyond the first: a longer chain must earn its steps
     "hub_penalty": 0.1,          # per tenfold size of the widest set a chain passes through
     "shown_chains": 5,           # chains the model chooses among
-    "choose": "llm",             # llm (one call) | top (the scorer's best, no call)
+    "choose": "llm",             # llm (one call) | top (the scorer's best, no call) | answer (no call:
+                                 # the answer call reads the best `answer_routes` routes)
+    "answer_routes": 3,
     "max_shown": 2,              # entity names shown per set of a route
     "max_candidates": 30,        # end entities offered as answers
     "windows": 4,                # document windows shown to the answer call (0: none)
@@ -234,9 +236,17 @@ class ChainsRun:
         topics = linked_or_searched(self.question, self.ctx, self.record, int(cfg["max_topic_entities"]),
                                     int(cfg["topic_search"]), lambda e: display_text(self.kg, e))
         shown = self.plan(topics)
+        if cfg["choose"] == "answer" and shown:  # no choice call: the answer call reads the best routes
+            read = shown[: int(cfg["answer_routes"])]
+            self.record.extra["choice"] = f"R1-R{len(read)} (no call: the answer chooses)"
+            per_route = max(1, int(cfg["max_candidates"]) // len(read))
+            candidates = list(dict.fromkeys(e for c in read for e in c.ends[:per_route]))
+            evidence = self.evidence(topics, read, candidates)
+            self.answer(topics, read[0], candidates, evidence)
+            return self.record
         chosen = self.choose(shown)
         candidates = chosen.ends[: int(cfg["max_candidates"])] if chosen else []
-        evidence = self.evidence(topics, chosen, candidates)
+        evidence = self.evidence(topics, [chosen] if chosen else [], candidates)
         self.answer(topics, chosen, candidates, evidence)
         return self.record
 
@@ -310,12 +320,12 @@ class ChainsRun:
 
     # ---- 4-5. candidates and evidence ---------------------------------------------------------
 
-    def evidence(self, topics: list[str], chosen: Chain | None, candidates: list[str]) -> Evidence:
-        facts = [self._fact(chosen, candidates)] if chosen else []
-        if chosen:
-            self.record.paths.append(self._kg_evidence(chosen, candidates))
-        readers = self._route_entities(chosen) if chosen else []
-        windows = self._windows(topics, readers, searched=chosen is None) if self.docs is not None else []
+    def evidence(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> Evidence:
+        keep = set(candidates)
+        facts = [self._fact(c, [e for e in c.ends if e in keep]) for c in routes]
+        self.record.paths.extend(self._kg_evidence(c, candidates) for c in routes)
+        readers = self._route_entities(routes[0]) if routes else []
+        windows = self._windows(topics, readers, searched=not routes) if self.docs is not None else []
         for window in windows:
             self.record.paths.append(EvidencePath(
                 source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
@@ -448,10 +458,11 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec(
     "chains", run_chains, CHAINS_DEFAULTS,
     "ours, for small models: LLM-free chain search, one chain choice, one answer",
-    checks=(positive_ints("max_hops", "max_topic_entities", "max_degree", "max_nodes", "beam", "shown_chains",
+    checks=(positive_ints("answer_routes", "max_hops", "max_topic_entities", "max_degree", "max_nodes", "beam", "shown_chains",
                           "max_shown", "max_candidates", "window_sentences", "max_window_chars", "window_entities",
                           "max_chunks_per_entity", "max_tokens"),
             non_negative_ints("topic_search", "windows", "question_passages", "seed"),
             one_of("choose", CHOOSERS), one_of("scorer", SCORERS), booleans("abstain"),
             numbers("last_step", "first_step", "hop_penalty", "hub_penalty", low=0.0, high=2.0)),
+    hash_when_set=("answer_routes",),
 )
