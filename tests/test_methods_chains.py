@@ -251,3 +251,27 @@ def test_choose_answer_reads_the_best_routes_in_one_call(demo_index: Path) -> No
     assert 2 <= facts.count("\n- ") <= 3  # one line per route read
     assert record.prediction == "Oskar Thelling"
     assert len([p for p in record.paths if p.source == "kg"]) == facts.count("\n- ")
+
+
+# ---- stage recall (bench/trace_stats) ----------------------------------------------------------
+
+
+def test_chains_stage_counts_find_where_the_gold_was_lost() -> None:
+    from bench.trace_stats import chains_stage_counts
+
+    def record(shown_gold: list[bool], choice: str, cands: bool, right: bool, rank: int | None) -> dict[str, Any]:
+        shown = [{"route": f"R{i}", "gold": ["g"] if g else []} for i, g in enumerate(shown_gold, 1)]
+        return {"extra": {"chains_shown": shown, "choice": choice, "gold_chain_rank": rank,
+                          "gold_in_candidates": ["g"] if cands else [], "gold_in_windows": []},
+                "correct": {"hits1": right}, "abstained": False}
+
+    found = chains_stage_counts([
+        record([True, False], "R1", True, True, 1),          # right
+        record([False, True], "R1", False, False, 2),        # lost at the choice
+        record([False, False], "R1 (no call)", True, False, 7),  # lost at the answer
+        record([], "none", False, False, None),              # no chain at all
+    ])
+    counts, lost = found["counts"], found["lost"]
+    assert counts["a route shown"] == 2 and counts["the route chosen"] == 1 and counts["the answer"] == 1
+    assert lost == {"a route shown": 1, "the allowed answers": 1, "none": 1}
+    assert found["ranks"] == {"1": 1, "2-5": 1, "6+": 1, "none": 1}

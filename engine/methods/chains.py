@@ -329,7 +329,8 @@ class ChainsRun:
         for window in windows:
             self.record.paths.append(EvidencePath(
                 source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
-                sentences=[window.text], chunk_ids=[window.chunk_id], titles=[window.title],
+                sentences=[window.text.removeprefix(f"{window.title}: ") if window.title else window.text],
+                chunk_ids=[window.chunk_id], titles=[window.title],  # the source's words only
                 score_kind="cosine to the question"))
         return Evidence(facts, windows)
 
