@@ -14,9 +14,11 @@ re-scoring of any given texts against a query with the index's own embedding mod
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -115,3 +117,18 @@ class DenseScorer:
         scores = self.scores(query, texts)
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         return [(i, scores[i]) for i in order[:k]]
+
+
+_SCORERS: weakref.WeakKeyDictionary[Any, DenseScorer] = weakref.WeakKeyDictionary()
+
+
+def shared_scorer(embedder: Embedder) -> DenseScorer:
+    """One `DenseScorer` (with its embedding cache) per embedder for the process, shared by a
+    run's questions and methods: texts that recur (chunks, relation words) are embedded once."""
+    try:
+        scorer = _SCORERS.get(embedder)
+        if scorer is None:
+            scorer = _SCORERS[embedder] = DenseScorer(embedder)
+        return scorer
+    except TypeError:  # an embedder that cannot be weakly referenced: a scorer per question
+        return DenseScorer(embedder)

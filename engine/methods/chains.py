@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.access.graph import EvidencePath, Subgraph, subgraph_within
-from engine.access.retrieval import DenseScorer, sentence_windows
+from engine.access.retrieval import DenseScorer, sentence_windows, shared_scorer
 from engine.methods import chains_prompts as cp
 from engine.methods.answer_spans import allowed_answers
 from engine.methods.chain_plans import (
@@ -52,6 +52,7 @@ from engine.methods.chain_plans import (
 from engine.methods.common import (
     abstain,
     ask,
+    gold_held,
     new_record,
     optional_docs,
     optional_embedder,
@@ -69,13 +70,11 @@ from engine.methods.spec import (
     positive_ints,
 )
 from engine.methods.topics import linked_or_searched
-from engine.questions.answer_match import names as names_in
-from engine.questions.answer_match import normalise_answer
 from engine.questions.record import AnswerRecord, Question
 from ingest.errors import LocalkgError
 
 if TYPE_CHECKING:
-    from engine.access.protocols import DocumentStore, Embedder
+    from engine.access.protocols import DocumentStore
     from engine.methods.context import Context
 
 CHOOSERS = ("llm", "top", "answer")
@@ -203,17 +202,6 @@ class ScoreWeights:
         return cls(*(float(config[k]) for k in ("last_step", "first_step", "hop_penalty", "hub_penalty")))
 
 
-_SCORERS: dict[int, tuple[Embedder, DenseScorer]] = {}
-
-
-def _shared_scorer(embedder: Embedder) -> DenseScorer:
-    """One DenseScorer per embedding model for the process: relation words recur across
-    questions, so their vectors are computed once."""
-    if id(embedder) not in _SCORERS:
-        _SCORERS[id(embedder)] = (embedder, DenseScorer(embedder))
-    return _SCORERS[id(embedder)][1]
-
-
 class ChainsRun:
     """One question's run (see the module docstring)."""
 
@@ -224,7 +212,7 @@ class ChainsRun:
         self.text = question_text(question)
         self.docs: DocumentStore | None = optional_docs(ctx)
         embedder = optional_embedder(ctx, self.docs)
-        self.dense = _shared_scorer(embedder) if embedder is not None else None
+        self.dense = shared_scorer(embedder) if embedder is not None else None
         self.sub: Subgraph | None = None
         self.masked = self.text  # the question with the topic entities masked (set by `plan`)
 
@@ -285,10 +273,7 @@ class ChainsRun:
     def gold_in(self, entities: Sequence[str], texts: Sequence[str] = ()) -> list[str]:
         """The gold answers among these entities (or, documents, said by these texts): for the
         stage-recall statistics only; nothing in the method reads it."""
-        keys = {normalise_answer(self.label(e)) for e in entities}
-        haystack = " | ".join(normalise_answer(t) for t in texts)
-        return [a for a in self.question.answers
-                if (k := normalise_answer(a)) and (k in keys or (texts and names_in(haystack, k)))]
+        return gold_held(self.question.answers, [self.label(e) for e in entities], texts)
 
     def _chains_of(self, sub: Subgraph, topic: str, scorer: _Scorer) -> list[Chain]:
         return enumerate_chains(sub, topic, int(self.config["max_hops"]), scorer=scorer,
@@ -422,8 +407,7 @@ class ChainsRun:
         passages = [w.text for w in evidence.windows]
         allowed = allowed_answers(self.text, names, passages)
         record.extra["candidates"] = allowed
-        record.extra["gold_in_candidates"] = [a for a in self.question.answers
-                                              if normalise_answer(a) in {normalise_answer(x) for x in allowed}]
+        record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
         if not allowed:
             abstain(record, "no chain and no document window")

@@ -147,6 +147,15 @@ def found_in(answer: str, texts: Sequence[str]) -> bool:
     return bool(items) and all(_contains(haystack, i) for i in items)
 
 
+def gold_held(answers: Sequence[str], names: Any, texts: Sequence[str] = ()) -> list[str]:
+    """The gold answers a stage holds: a name equal to one, or (documents) a text saying it.
+    For stage-recall statistics only; no method decides anything by it."""
+    keys = {normalise_answer(n) for n in names}
+    haystack = " | ".join(normalise_answer(t) for t in texts)
+    return [a for a in answers
+            if (k := normalise_answer(a)) and (k in keys or (texts and _contains(haystack, k)))]
+
+
 def abstain(record: AnswerRecord, why: str) -> None:
     """Record that the method answers "not found": no prediction, source "none"."""
     record.abstained = True

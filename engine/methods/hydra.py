@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.access.graph import EvidencePath, Source, Subgraph, subgraph_within
-from engine.access.retrieval import WEB, DenseScorer
+from engine.access.retrieval import WEB, shared_scorer
 from engine.methods import hydra_prompts as hp
 from engine.methods.common import (
     answer_of,
     ask,
     found_in,
+    gold_held,
     names_any,
     new_record,
     optional_docs,
@@ -88,15 +89,12 @@ from engine.methods.spec import (
     positive_ints,
 )
 from engine.methods.topics import linked_or_searched
-from engine.questions.answer_match import names as _names
-from engine.questions.answer_match import normalise_answer
 from engine.questions.record import AnswerRecord, AnswerSource, Question
 from index.entities import normalise
 from ingest.errors import LocalkgError
 
 if TYPE_CHECKING:
     from engine.access.graph import GroupedPath
-    from engine.access.protocols import Embedder
     from engine.methods.context import Context
 
 SOURCES = ("kg", "wiki", "web")
@@ -150,16 +148,6 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "seed": 0,
 }
 SCORE_KIND = "HydraRAG cross-score (Algorithm 4)"
-
-_SCORERS: dict[int, tuple[Embedder, DenseScorer]] = {}
-
-
-def shared_scorer(embedder: Embedder) -> DenseScorer:
-    """One DenseScorer per embedding model for the process: vectors are cached across questions."""
-    if id(embedder) not in _SCORERS:
-        _SCORERS[id(embedder)] = (embedder, DenseScorer(embedder))
-    return _SCORERS[id(embedder)][1]
-
 
 @dataclass
 class Analysis:
@@ -478,10 +466,7 @@ class _Hydra:
     def gold_in(self, names: Any, texts: Sequence[str] = ()) -> list[str]:
         """The gold answers a stage holds: a name equal to one, or (documents) a text saying it.
         For the stage-recall statistics only; nothing in the method reads it."""
-        keys = {normalise_answer(n) for n in names}
-        haystack = " | ".join(normalise_answer(t) for t in texts)
-        return [a for a in self.question.answers
-                if (k := normalise_answer(a)) and (k in keys or (texts and _names(haystack, k)))]
+        return gold_held(self.question.answers, names, texts)
 
     def stage_names(self, names: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
         distinct = list(dict.fromkeys(names))

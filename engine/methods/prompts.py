@@ -44,9 +44,12 @@ def is_prompt_example(answer: str, evidence_texts: Sequence[str], examples: Iter
     from a prompt example (`example_answers()` unless `examples` is given) that the evidence
     texts do not hold; such an answer was copied from the prompt, not found."""
     known = {normalise_answer(e) for e in (example_answers() if examples is None else examples)}
-    haystack = " | ".join(normalise_answer(t) for t in evidence_texts)
     items = {answer, *answer_set(answer, [answer]), *re.split(r"\s+and\s+", answer)}
-    return any((key := normalise_answer(i)) in known and not names(haystack, key) for i in items)
+    copied = {key for i in items if (key := normalise_answer(i)) in known}
+    if not copied:  # the usual case: the evidence is not read at all
+        return False
+    haystack = " | ".join(normalise_answer(t) for t in evidence_texts)
+    return any(not names(haystack, key) for key in copied)
 
 
 

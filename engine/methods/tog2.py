@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from engine.access.graph import EvidencePath, GraphPath, Hop, Source
 from engine.access.kg import Relation, is_literal
+from engine.access.retrieval import shared_scorer
 from engine.methods import prompts
 from engine.methods import tog2_prompts as p2
 from engine.methods.common import (
@@ -66,7 +67,6 @@ from engine.methods.tog2_context import (
     Candidate,
     ContextRetriever,
     Scored,
-    shared_scorer,
 )
 from engine.methods.tog2_score import entity_scores, kept_relations, triple_sentence
 from engine.methods.topics import linked_or_searched

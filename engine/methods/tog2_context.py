@@ -18,32 +18,17 @@ Scorers: the index's bi-encoder (`dense`, cosine) or BM25 over the candidate uni
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from engine.access.documents import ChunkRecord
 from engine.access.protocols import DocumentStore, Embedder
-from engine.access.retrieval import DenseScorer, entity_chunks, sentence_windows
+from engine.access.retrieval import entity_chunks, sentence_windows, shared_scorer
 from engine.methods.prune import bm25_scores
 
 CHUNK_QUERIES = ("triple+question", "triple+chunk", "question")
 UNITS = ("sentence", "chunk")
 SCORERS = ("dense", "bm25")
-
-_SCORERS: weakref.WeakKeyDictionary[Any, DenseScorer] = weakref.WeakKeyDictionary()
-
-
-def shared_scorer(embedder: Embedder) -> DenseScorer:
-    """One `DenseScorer` (with its embedding cache) per embedder, shared by a run's questions."""
-    try:
-        scorer = _SCORERS.get(embedder)
-        if scorer is None:
-            scorer = _SCORERS[embedder] = DenseScorer(embedder)
-        return scorer
-    except TypeError:  # an embedder that cannot be weakly referenced: a scorer per question
-        return DenseScorer(embedder)
 
 
 @dataclass(frozen=True)
