@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import pytest
 
 from engine.access.graph import Subgraph
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
@@ -127,6 +128,22 @@ def test_answer_spans_are_names_dates_and_numbers_of_the_text() -> None:
     assert "Sabine Oduya" in spans and "March 2021" in spans and "2021" in spans
     assert any(s.startswith("4.2") for s in spans)
     assert "the" not in [s.lower() for s in spans]
+
+
+@pytest.mark.parametrize(("sentence", "span"), [
+    ("Lukas Verzbicas (born January 6, 1993 in Kaunas, Lithuania) is a triathlete.", "Kaunas, Lithuania"),
+    ("The song was covered by Fredric March and Charles Laughton.", "Fredric March"),
+    ("The song was covered by Fredric March and Charles Laughton.", "Charles Laughton"),
+    ("The town lies about 700 km from Buenos Aires.", "about 700 km"),
+    ("Its top speed is 65 mph.", "65 mph"),
+    ("The publisher was in business from 1973 to 1996.", "from 1973 to 1996"),
+    ("His father was a Canadian comedian.", "Canadian comedian"),
+    ("The Park is a massively multiplayer online role-playing video game set in London.",
+     "massively multiplayer online role-playing video game"),
+    ("It was run by former CIA officer Duane \"Dewy\" Clarridge, who also led it.", 'Duane "Dewy" Clarridge'),
+])
+def test_spans_keep_the_whole_answer_as_sources_state_it(sentence: str, span: str) -> None:
+    assert span in spans_of(sentence)
 
 
 def test_yes_no_questions_get_yes_and_no() -> None:

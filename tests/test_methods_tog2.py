@@ -392,3 +392,25 @@ def test_a_tog2_record_prints_its_rounds(demo_index: Path) -> None:
     shown = console.export_text()
     assert "round 0: not enough" in shown and "round 1: not enough" in shown and "round 2:" in shown
     assert "supplier of (reverse) (1)" in shown and "clues      Kestrel Cell Works supplies" in shown
+
+
+@pytest.mark.parametrize("tool", ["bm25", "embedding"])
+def test_llm_free_prune_tools_make_no_prune_calls(demo_index: Path, tool: str) -> None:
+    record, llm = run(demo_index, SUPPLIER, script(answer=""), depth=2, abstain=True, prune_tool=tool)
+    assert record.error is None
+    # the initial judgement, D reasoning calls and D-1 query re-formings; no topic or relation prune
+    assert stages(record).count("topic_prune") == 0 and stages(record).count("relation_prune") == 0
+    assert len(record.llm_calls) == 1 + 2 + 1
+    assert record.extra["topic_prune"]["tool"] == tool
+    # the scorer, not the model, kept the supplier relation that the question asks about
+    kept = [rel for step in record.extra["trace"] for _, rel, _ in step.get("relations", [])]
+    assert any("supplier" in rel for rel in kept), kept
+    assert all(r.stage in ("reasoning", "query_reform") for r in llm.requests)
+
+
+def test_prune_tool_keeps_the_papers_config_hash() -> None:
+    from engine.methods.registry import config_hash
+
+    paper = config_hash("tog2", default_config("tog2"))
+    assert config_hash("tog2", resolve_config("tog2", {"prune_tool": "llm"})) == paper
+    assert config_hash("tog2", resolve_config("tog2", {"prune_tool": "bm25"})) != paper

@@ -21,8 +21,29 @@ _MONTHS = ("January|February|March|April|May|June|July|August|September|October|
            "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
 _DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\.?\s+\d{{3,4}}|(?:{_MONTHS})\.?\s+\d{{1,2}},?\s+\d{{3,4}}"
                    rf"|(?:{_MONTHS})\.?\s+\d{{3,4}}|\d{{4}}-\d{{2}}-\d{{2}})\b")
-_NUMBER = re.compile(r"(?<![\w.])(?:[$€£¥]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|million|billion|thousand|"
-                     r"km|kilometres|kilometers|miles|metres|meters|m|ft|feet|years?|people|inhabitants))?(?![\w])")
+_UNITS = (r"%|percent|million|billion|thousand|km/h|mph|kph|km|kilometres|kilometers|miles|metres|meters|m|"
+          r"cm|mm|ft|feet|inches|kg|kilograms|lb|pounds|tonnes|tons|acres|hectares|ha|square \w+|"
+          r"years?|months?|days?|hours?|minutes?|people|inhabitants|seats|episodes|seasons|members|"
+          r"employees|students|copies|games|goals|points|floors|storeys|stories")
+_NUMBER = re.compile(rf"(?<![\w.])(?:[$€£¥]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:{_UNITS}))?(?![\w])")
+# "about 700 km", "nearly 2,000 people": the qualifier is part of how a source states a figure
+_QUALIFIED = re.compile(rf"\b(?:about|approximately|around|nearly|almost|over|more than|less than|roughly|some|"
+                        rf"up to|at least)\s+(?:[$€£¥]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:{_UNITS}))?(?![\w])")
+# "from 1973 to 1996", "1973-1996", "between 1990 and 1995"
+_RANGE = re.compile(r"\b(?:from\s+\d{3,4}\s+(?:to|until)\s+\d{3,4}|between\s+\d{3,4}\s+and\s+\d{3,4}"
+                    r"|\d{4}\s?[-–]\s?\d{2,4})\b")
+# where a name run is cut into its parts ("Fredric March and Charles Laughton": two names;
+# "Sierras Chicas on the Suquía River": a place on a river); "of", "de"... stay inside a name
+_SPLIT = re.compile(r"\s+(?:and|&|on|in|for|the)\s+(?:(?:the)\s+)?")
+# a demonym or adjective before its noun ("a Canadian comedian", "an American drama film")
+_DEMONYM = re.compile(r"\b([A-Z][a-z]+(?:an|ian|ese|ish|ic|i))\s+([a-z][a-z-]{2,}(?:\s+(?:film|series|band|game|company))?)\b")
+# what a thing is: "X is a massively multiplayer online role-playing video game set in ..."
+_KIND = re.compile(r"\b(?:is|was|are|were)\s+(?:a|an)\s+((?:[\w-]+\s+){0,7}?[\w-]+)"
+                   r"(?=\s+(?:set|that|which|who|whose|in|on|at|by|from|with|for|of|and|based|located)\b|[,.;:()]|$)")
+# a nickname inside a name: Duane "Dewy" Clarridge
+_NICKNAMED = re.compile(r"[A-Z][\w'’-]+\s+[\"“][A-Z][\w'’-]*[\"”]\s+[A-Z][\w'’-]+")
+# "Kaunas, Lithuania": a place and the country or region it lies in
+_PLACE = re.compile(r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*),\s+([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\b")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 # Sentence-initial words that are capitalised only because they start the sentence.
 _FUNCTION = frozenset(["a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "his", "her", "their", "we", "our", "in", "on", "at", "of", "for", "by", "with", "from", "to", "as", "and", "or", "but", "if", "when", "while", "after", "before", "during", "since", "until", "he", "is", "was", "were", "are", "be", "been", "there", "here", "what", "which", "who", "whom", "whose", "where", "why", "how", "also", "however", "although", "though", "other", "another", "some", "many", "most"])
@@ -53,11 +74,22 @@ def spans_of(text: str) -> list[str]:
         found.append((match.start(), match.group(1)))
     for match in _NAME.finditer(text):
         found.append((match.start(), match.group(0)))
+        parts = _SPLIT.split(match.group(0))
+        if len(parts) > 1:
+            found.extend((match.start() + 1, part) for part in parts)
+    for match in _PLACE.finditer(text):
+        found.append((match.start() + 2, match.group(0)))
+    for match in _DEMONYM.finditer(text):
+        found.append((match.start() + 2, match.group(0)))
+    for match in _KIND.finditer(text):
+        found.append((match.start(1), match.group(1)))
     for match in _NUMBER.finditer(text):
         found.append((match.start(), match.group(0)))
+    kept_whole = {m.group(0) for p in (_QUALIFIED, _RANGE, _NICKNAMED) for m in p.finditer(text)}
+    found.extend((text.index(span), span) for span in kept_whole)
     spans: dict[str, None] = {}
     for _, span in sorted(found, key=lambda item: item[0]):
-        cleaned = _clean(span)
+        cleaned = " ".join(span.split()) if span in kept_whole else _clean(span)
         if cleaned and len(cleaned) <= MAX_SPAN_CHARS and any(ch.isalnum() for ch in cleaned):
             spans.setdefault(cleaned, None)
     return list(spans)

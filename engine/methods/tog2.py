@@ -15,7 +15,9 @@ paths and the top-K units: an answer, or clues and (between rounds) a re-formed 
 LLM calls: topic prune 1, initial judgement 1, per round relation prune 1 + reasoning 1, query
 re-forming D-1: at most 2D + (D-1) + 1 plus the initial judgement (per-entity prune: W per
 round). The last round asks for a best answer when the knowledge is not enough (no extra call),
-unless `abstain`. Options of the authors' released code (off by default): `sc_gate`,
+unless `abstain`. `prune_tool=bm25|embedding` (ours, after ToG's pruning tools) scores relations
+against the question without the LLM and skips the topic prune: D + (D-1) + 1 calls. Options of
+the authors' released code (off by default): `sc_gate`,
 `chunk_query=question`, `context_unit=chunk`, `clues=false` / `reform_query=false`,
 `drop_literals`, `drop_docless`; `context_scorer=bm25` in place of the bi-encoder.
 """
@@ -52,6 +54,7 @@ from engine.methods.labels import (
     triple_text,
     unique_texts,
 )
+from engine.methods.prune import PRUNE_TOOLS, Pruner
 from engine.methods.spec import (
     MethodSpec,
     booleans,
@@ -86,6 +89,9 @@ TOG2_DEFAULTS: dict[str, Any] = {
     "alpha": 0.3,                     # decay of Eq. 6 (not given by the paper)
     "relation_threshold": 0.2,        # relation scores (0..10 -> 0..1) under it are pruned
     "relation_prune": "combined",     # combined (Eq. 3, one call) | per_entity (Eq. 2)
+    "prune_tool": "llm",              # llm (the paper) | bm25 | embedding: relations scored against
+                                      # the question without a call (ours, after ToG's Table 5 and
+                                      # SLM-ToG); the topic prune is then skipped (every linked entity)
     "max_relations": 12,              # relations shown per entity, most similar to the question first
     "max_tails": 20,                  # tails per (entity, relation): a deterministic sample of a hub's
     "max_topic_entities": 5,          # linked entities offered to the topic prune
@@ -187,6 +193,9 @@ class _Run:
                                    self.name)
         if not found or not self.config["topic_prune"]:
             return found
+        if self.config["prune_tool"] != "llm":  # LLM-free exploration: the linker's choice stands
+            self.record.extra["topic_prune"] = {"tool": self.config["prune_tool"], "kept": [self.name(e) for e in found]}
+            return found
         by_text = unique_texts(found, [self.label(e) for e in found])
         parsed = self._ask(p2.TOPIC_PRUNE_SYSTEM, p2.topic_prune_user(self.text, list(by_text)),
                            p2.topic_prune_schema(list(by_text)), "topic_prune",
@@ -221,6 +230,8 @@ class _Run:
                   for path in frontier if found.get(path.end)]
         if all(len(g) <= self.width for _, g in groups):  # nothing to choose: no call
             return [(path, rel, 1.0) for path, g in groups for rels in g.values() for rel in rels]
+        if self.config["prune_tool"] != "llm":
+            return self._prune_relations_free(groups)
         batches = [groups] if self.config["relation_prune"] == "combined" else [[g] for g in groups]
         kept: list[tuple[GraphPath, Relation, float]] = []
         for batch in batches:
@@ -236,6 +247,17 @@ class _Run:
                     scored = [(item["relation"], item["score"]) for item in parsed[f"entity_{i}"]]
                 for text, score in kept_relations(scored, float(self.config["relation_threshold"]), self.width):
                     kept.extend((path, rel, score) for rel in g[text])
+        return kept
+
+    def _prune_relations_free(self, groups: Sequence[tuple[GraphPath, dict[str, list[Relation]]]]
+                              ) -> list[tuple[GraphPath, Relation, float]]:
+        """Relation prune without the LLM: the top W relations of each entity by BM25 or cosine to
+        the question (`prune.Pruner`; weights summing to 1 per entity, as in ToG)."""
+        pruner = Pruner(self.config["prune_tool"], self.text, self.ctx, self.record)
+        kept: list[tuple[GraphPath, Relation, float]] = []
+        for path, g in groups:
+            for text, weight in pruner.relations(self.label(path.end), list(g), self.width):
+                kept.extend((path, rel, weight) for rel in g[text])
         return kept
 
     def candidates(self, kept: Sequence[tuple[GraphPath, Relation, float]],
@@ -476,8 +498,9 @@ TOG2 = MethodSpec(
                    "relation_prune_max_tokens", "reasoning_max_tokens", "query_max_tokens"),
      numbers("alpha", low=0.0), numbers("relation_threshold", "sc_agreement", low=0.0, high=1.0),
      numbers("temperature_exploration", "temperature_reasoning", "sc_temperature", low=0.0, high=2.0),
-     one_of("relation_prune", ("combined", "per_entity")), one_of("context_unit", UNITS),
+     one_of("relation_prune", ("combined", "per_entity")), one_of("prune_tool", PRUNE_TOOLS),
+     one_of("context_unit", UNITS),
      one_of("chunk_query", CHUNK_QUERIES), one_of("context_scorer", SCORERS),
      booleans("topic_prune", "clues", "reform_query", "drop_literals", "drop_docless",
               "require_grounded_answer", "confirm_initial", "abstain", "sc_gate")),
-    hash_when_set=("topic_search",))
+    hash_when_set=("topic_search", "prune_tool"))
