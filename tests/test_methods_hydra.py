@@ -331,6 +331,19 @@ def test_answer_choice_paths_offers_only_names_the_kg_paths_reach(demo_index: Pa
         resolve_config("hydra", {"answer_choice": "any"})
 
 
+def test_answer_choice_evidence_offers_names_and_spans_of_the_chosen_sentences(demo_index: Path) -> None:
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], sources=("kg", "wiki")),
+                      doc_evidence="sentences", answer_choice="evidence")
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    enum = answer.schema["properties"]["answer"]["enum"]  # type: ignore[index]
+    assert "Oskar Thelling" in enum and enum[-1] == ""
+    step = record.extra["trace"][0]
+    shown = " ".join(step["selected"]["texts"])
+    assert any(t.source != "kg" for t in record.paths), "a sentence was selected"
+    assert len(enum) > 2 and all(a in shown for a in enum[:-1])  # nothing the chosen evidence does not show
+    assert record.prediction == "Oskar Thelling"
+
+
 def test_path_lengths_up_to_keeps_shorter_paths_at_the_predicted_depth(demo_index: Path) -> None:
     two = "Norvale Motors - founded by - person - born in - answer"  # D_predict 2 for a 1-hop question
     record, _ = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")], skyline=two))  # band, the default

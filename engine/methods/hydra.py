@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 from engine.access.graph import EvidencePath, Source, Subgraph, subgraph_within
 from engine.access.retrieval import WEB, shared_scorer
 from engine.methods import hydra_prompts as hp
+from engine.methods.answer_spans import allowed_answers
 from engine.methods.common import (
     answer_of,
     ask,
@@ -132,7 +133,8 @@ HYDRA_DEFAULTS: dict[str, Any] = {
     "beam": "paths",                  # paths: the best W1 partial paths (paper); chains: in turns across relation chains
     "initial_depth": "predicted",     # predicted: min(D_predict, D_max) (paper); max: D_max
     "path_lengths": "band",           # band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= |T|D
-    "answer_choice": "free",          # free: any text (paper); paths: a name the chosen KG paths show
+    "answer_choice": "free",          # free: any text (paper); paths: a name the chosen KG paths show;
+                                      # evidence (ours): those names or a span of the chosen sentences
     "temperature_analysis": 0.0,
     "temperature_exploration": 0.4,   # Appendix C: 0.4 during exploration (doc paths, refine, predict)
     "temperature_selection": 0.0,     # Appendix C: 0 for pruning (the released code: 0.4)
@@ -433,13 +435,20 @@ class _Hydra:
         """With `answer_choice: paths` and only KG paths selected: the names the answer may be
         (the names the paths show the model, never a topic entity; a name hidden behind "… N
         more" cannot be chosen); otherwise none (free text: document paths are sentences, their
-        answers need not be an entity's name)."""
-        if self.config["answer_choice"] != "paths" or not selected or any(c.source != "kg" for c in selected):
+        answers need not be an entity's name). With `answer_choice: evidence` (ours): those names
+        and the answer-shaped spans (names, dates, figures, "yes"/"no") of the source sentences
+        of the selected document evidence, whatever the sources selected."""
+        choice = self.config["answer_choice"]
+        if choice == "free" or not selected or (choice == "paths" and any(c.source != "kg" for c in selected)):
             return []
         topics = {normalise(t) for t in self.topic_labels}
-        shown = [n for c in selected for n in reversed(c.entities)]  # what the model saw, ends first
+        shown = [n for c in selected if c.source == "kg" for n in reversed(c.entities)]  # ends first
         names = [n for n in dict.fromkeys(shown) if normalise(n) not in topics and not n.startswith("unnamed entity")]
-        return names[: int(self.config["max_answer_names"])]
+        limit = int(self.config["max_answer_names"])
+        if choice == "paths":
+            return names[:limit]
+        sentences = [c.payload.sentence.text for c in selected if isinstance(c.payload, DocPath)]
+        return allowed_answers(self.text, names, sentences, limit)
 
     # -- the record ---------------------------------------------------------------------------
     def support(self, answer: str, selected: Sequence[Candidate]) -> list[str]:
@@ -687,7 +696,7 @@ def _checks() -> tuple[Any, ...]:
             one_of("doc_entities", ("topics", "reached")),
             one_of("group_scoring", ("group", "member")), one_of("beam", ("paths", "chains")),
             one_of("initial_depth", ("predicted", "max")), one_of("path_lengths", ("band", "up_to")),
-            one_of("answer_choice", ("free", "paths")),
+            one_of("answer_choice", ("free", "paths", "evidence")),
             booleans("one_relation_per_edge", "source_selection", "require_grounded_answer"), alpha_k)
 
 
