@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -24,6 +25,14 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
+class Stopped(click.ClickException):
+    """A command stopped by a signal (a build by SIGTERM): one line, exit 128 + the signal."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def fail(message: str) -> NoReturn:
     raise UserError(message)
 
@@ -32,12 +41,24 @@ def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
 
 
+# The status names RocksDB puts in front of its errors (pyoxigraph raises them as RuntimeError
+# or OSError): a damaged or unreadable KG store, never a bug of ours.
+_STORE_ERROR = re.compile(r"(Corruption|IO error|Invalid argument|Not implemented|Operation aborted|Resource busy|"
+                          r"Result incomplete|Try again|Timed out|Busy|Expired|NotFound|Shutdown in progress): ")
+
+
 def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Turn the library's user-facing exceptions into one-line CLI errors."""
+    """Turn the library's user-facing exceptions into one-line CLI errors (exit 2), and a
+    build stopped by SIGTERM into its message and exit 143."""
     from ingest.errors import LocalkgError
 
     try:
         return fn(*args, **kwargs)
+    except KeyboardInterrupt as exc:
+        code = getattr(exc, "exit_code", None)  # index.sigterm.BuildTerminated
+        if isinstance(code, int):
+            raise Stopped(str(exc), code) from None
+        raise
     except LocalkgError as exc:
         fail(str(exc))
     except FileNotFoundError as exc:
@@ -50,6 +71,11 @@ def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
         fail(f"expected a folder, a file is in the way: {exc.filename or exc}")
     except NotADirectoryError as exc:
         fail(f"expected a folder, got a file: {exc.filename or exc}")
+    except (RuntimeError, OSError) as exc:
+        if not _STORE_ERROR.match(str(exc)):
+            raise
+        fail(f"the KG store failed: {str(exc).strip().splitlines()[0]} (a damaged index: rebuild it "
+             "with `python cli.py index --out INDEX --rebuild`)")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -465,21 +491,23 @@ def kg_tails_cmd(index: Path, kg_endpoint: str | None, entity: str, relation: st
               help="Index folder (not needed with --kg-endpoint).")
 @click.option("--kg-endpoint", "kg_endpoint", default=None, metavar="URL",
               help="Send the query to this SPARQL 1.1 endpoint instead of the index's store.")
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
+              show_default=True, metavar="SECONDS",
+              help="Stop the query after this many seconds (exit 2).")
 @click.argument("query")
-def kg_sparql_cmd(index: Path | None, kg_endpoint: str | None, query: str) -> None:
+def kg_sparql_cmd(index: Path | None, kg_endpoint: str | None, timeout: float, query: str) -> None:
     """Run a SPARQL query on the index's store (read-only) or an endpoint. Prints JSON
     (CONSTRUCT/DESCRIBE: N-Triples).
 
     Facts are in the default graph; labels, aliases, descriptions and sitelinks in the graph
-    <urn:localkg:graph:meta>.
+    <urn:localkg:graph:meta>. On the index's store the query runs in a child process that
+    cannot open a socket (engine/access/sparql_sandbox.py).
     """
-    import pyoxigraph as ox
-
-    from engine.access.kg import OxigraphKG, SparqlEndpointKG
-    from index.paths import IndexPaths
+    from engine.access.kg import SparqlEndpointKG
+    from engine.access.sparql_sandbox import run_user_query
 
     if kg_endpoint:
-        answer = run_guarded(run_guarded(SparqlEndpointKG, kg_endpoint).sparql, query)
+        answer = run_guarded(run_guarded(SparqlEndpointKG, kg_endpoint, timeout=timeout).sparql, query)
         if isinstance(answer, str):
             click.echo(answer, nl=False)
         else:
@@ -487,19 +515,12 @@ def kg_sparql_cmd(index: Path | None, kg_endpoint: str | None, query: str) -> No
         return
     if index is None:
         fail("give --index or --kg-endpoint")
-    kg = run_guarded(OxigraphKG.open, IndexPaths(index))
-    try:
-        result = run_guarded(kg.sparql, query)  # a query that could fetch anything: exit 2
-    except (SyntaxError, ValueError, OSError) as exc:
-        fail(f"SPARQL query failed (queries only; the store is opened read-only): {str(exc).splitlines()[0]}")
-    if isinstance(result, ox.QueryBoolean):
-        emit_json(bool(result))
-    elif isinstance(result, ox.QuerySolutions):
-        names = [v.value for v in result.variables]
-        emit_json([{n: (None if s[n] is None else s[n].value) for n in names} for s in result])
+    result = run_guarded(run_user_query, index, query, timeout)  # refused, stopped, crashed: exit 2
+    if result.triples is not None:
+        for line in result.triples:
+            click.echo(line)
     else:
-        for triple in result:
-            click.echo(f"{triple.subject} {triple.predicate} {triple.object} .")
+        emit_json(result.boolean if result.boolean is not None else result.rows)
 
 # --------------------------------------------------------------------------------------------
 # docs + link (documents)
@@ -660,6 +681,10 @@ def embed_export(embed_model: Path | None, force: bool) -> None:
 def embed_serve(host: str, port: int, embed_model: Path | None, embed_backend: str, served_name: str | None) -> None:
     """Serve the embedding model as an OpenAI-compatible POST /v1/embeddings endpoint.
 
+    Requests wait their turn (one model call at a time, several requests' texts in it) instead of
+    being refused; a body over 16 MB gets 413, malformed JSON 400, another model name 404, and each
+    text is cut to the model's window (its max_seq_length tokens), as TEI's --auto-truncate does.
+
     \b
     Example:
       python cli.py embed serve --port 8090 --embed-backend onnx-int8 &
@@ -741,13 +766,24 @@ def models_install(names: tuple[str, ...]) -> None:
 
 
 @models.command("verify")
-@click.argument("name")
-def models_verify(name: str) -> None:
-    """Re-check model NAME in full (GGUF header, size, sha256); exit 0 only if it is intact."""
-    from engine.llm.models import get_spec, verify_model
+@click.argument("model", metavar="NAME_OR_PATH")
+@click.option("--sha256", "sha256", default=None, metavar="HEX",
+              help="The digest the file must have (e.g. `model.sha256` in a batch run's run.json).")
+def models_verify(model: str, sha256: str | None) -> None:
+    """Re-read a model in full; exit 0 only if it is intact.
 
-    path = run_guarded(lambda: verify_model(get_spec(name), force=True))
-    click.echo(f"{name}: ok ({path})")
+    A registry NAME: GGUF header, size and its pinned sha256. A .gguf PATH: GGUF header and size,
+    llama.cpp's tensor check, and its sha256 against --sha256, else its sidecar FILE.sha256, else
+    the digest recorded on its first use (recorded now when there is none).
+    """
+    from engine.llm.models import verify_given
+
+    done = run_guarded(verify_given, model, sha256)
+    checks = "GGUF header, size" + (", llama.cpp's tensor check" if done.tensors_checked else "")
+    if done.against is None:
+        click.echo(f"{done.path}: ok ({checks}); no digest was recorded before: sha256 {done.sha256} recorded now")
+    else:
+        click.echo(f"{done.path}: ok ({checks}), sha256 {done.sha256} matches {done.against}")
 
 
 @main.command()
@@ -834,6 +870,10 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
             trace: bool, question: str) -> None:
     """Answer QUESTION with one method; print the answer and the reasoning paths.
 
+    QUESTION (and each --topic) is read as UTF-8 text: bytes that are not UTF-8, lone surrogates
+    and control characters are replaced with U+FFFD, with a warning on stderr (check the
+    terminal's encoding), and the repaired question is answered.
+
     \b
     Examples:
       python cli.py ask --index data/indexes/metaqa "what movies did [Temuera Morrison] act in"
@@ -842,10 +882,16 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
       python cli.py ask --index data/indexes/demo --method rag --set abstain=true --trace "..."
     """
     from engine.methods import registry
-    from engine.questions.record import Question
+    from engine.questions.record import AnswerRecord, Question
+    from engine.questions.text import repair_argument
     from engine.runs.answer import answer_question
+    from engine.runs.batch import writable
     from engine.runs.context import open_context
 
+    question, repairs = repair_argument(question)
+    if repairs:
+        click.echo(f"warning: QUESTION: {repairs} (check the terminal's encoding)", err=True)
+    topics = tuple(_repaired_topic(topic) for topic in topics)
     run_guarded(registry.load_plugins, plugins)
     if method not in registry.names():
         fail(f"unknown method {method!r}; choose from {', '.join(registry.names())}")
@@ -865,14 +911,26 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
         ctx.close()
     if kg_endpoint:
         record.extra["kg_endpoint"] = kg_endpoint
+    data, replaced = writable(record.to_dict())  # a model's reply may hold lone surrogates too
+    if replaced:
+        record = AnswerRecord.from_dict(data)
     if as_json:
-        emit_json(record.to_dict())
+        emit_json(data)
     else:
         from engine.questions.render import render_record
 
         render_record(record)
     if record.error:
         raise SystemExit(1)
+
+
+def _repaired_topic(topic: str) -> str:
+    from engine.questions.text import repair_argument
+
+    fixed, repairs = repair_argument(topic)
+    if repairs:
+        click.echo(f"warning: --topic {fixed}: {repairs}", err=True)
+    return fixed
 
 # ---- batch + eval (batch runs and evaluation) ----
 

@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark module, write bench/results/<name>.json and SUMMARY.md.
 
-Usage: python -m bench.run_all [kg] [docs] [llm] [graph] [modelcheck] [methods] [shards] [wikiscale] [embed] [report]   (no argument: all of them)
+Usage: python -m bench.run_all [kg] [docs] [llm] [graph] [modelcheck] [methods] [shards] [wikiscale] [embed] [report] [embedserver]   (no argument: all of them)
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ BENCHES = {"kg": "bench.bench_kg", "docs": "bench.bench_docs", "llm": "bench.ben
            "graph": "bench.bench_graph", "modelcheck": "bench.bench_model_check",
            "methods": "bench.bench_methods", "shards": "bench.bench_shards",
            "wikiscale": "bench.bench_wiki_scale", "embed": "bench.bench_embed",
-           "report": "bench.bench_report"}
+           "report": "bench.bench_report", "embedserver": "bench.bench_embeddings_server_load"}
 
 
 def main(argv: list[str]) -> int:

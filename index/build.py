@@ -20,9 +20,11 @@ The swap: readers always find a complete index at the path. On Linux the finishe
 and the live one are exchanged in one renameat2(RENAME_EXCHANGE) call; where that is not
 supported, the live index is renamed to `.NAME.old` before the temp folder takes its place, and
 readers that find no index at the path open `.NAME.old` (`IndexPaths`), which the next build
-renames back if the swap never finished. A failed build removes its temp folder and lock file;
-one killed outright leaves them, and the next build in the same folder removes those whose
-owner process is gone (see `_clean_stale`).
+renames back if the swap never finished. A failed build removes its temp folder and lock file,
+and so does one stopped by SIGTERM (index/sigterm.py: the CLI then exits 143); one killed
+outright (SIGKILL) leaves them, and the next build in the same folder removes those whose
+owner process is gone (see `_clean_stale`). Readers open an index through
+`index.paths.open_index`, which repeats an open that a swap overlapped.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import Any, TypeVar
 from index.kg_stage import KgSource, build_kg, remove_doc_ids
 from index.manifest import read_manifest, stable_hash, write_manifest
 from index.paths import SCHEMA_VERSION, IndexPaths, previous_root
+from index.sigterm import terminate_cleanly
 from ingest.errors import IndexError_, InputError
 from ingest.freebase import FREEBASE_DROP_PREFIXES
 from ingest.kg_readers import KgOptions
@@ -110,7 +113,7 @@ def build_index(
     out = out.resolve()
     started = time.monotonic()
     out.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(out):
+    with terminate_cleanly(out) as sigterm, _build_lock(out):  # SIGTERM: clean up, see index/sigterm.py
         _recover(out)
         _clean_stale(out)
         old = read_manifest(IndexPaths(out)) if (out / "manifest.json").exists() else None
@@ -190,11 +193,13 @@ def build_index(
             gc.collect()
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        try:
-            _swap(tmp, out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)  # after an exchange: the previous index
-        shutil.rmtree(_cache_dir(out), ignore_errors=True)
+        with sigterm.deferred():  # a SIGTERM now waits until the swap and its cleanup are done
+            try:
+                _swap(tmp, out)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)  # after an exchange: the previous index
+            sigterm.done = True
+            shutil.rmtree(_cache_dir(out), ignore_errors=True)
         report.counts = manifest["counts"]
         report.stage_counts = {name: stage.get("counts", {}) for name, stage in stages.items()}
         report.seconds = time.monotonic() - started

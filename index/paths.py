@@ -1,11 +1,21 @@
-"""The layout of one index folder. Every component finds its files through `IndexPaths`."""
+"""The layout of one index folder. Every component finds its files through `IndexPaths`, and a
+reader opens its parts through `open_index`, which is never caught by a build's swap."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+from ingest.errors import LocalkgError
 
 SCHEMA_VERSION = 1
+SWAP_WAIT_SECONDS = 30.0
+"""How long `open_index` keeps trying while builds keep swapping the index it opens."""
+_T = TypeVar("_T")
 
 
 def previous_root(root: Path) -> Path:
@@ -23,9 +33,11 @@ class IndexPaths:
     index. The next build moves it back."""
 
     root: Path
+    requested: Path = field(init=False, repr=False, compare=False)  # the path asked for
 
     def __post_init__(self) -> None:
         root = Path(self.root)
+        object.__setattr__(self, "requested", root)
         if not root.exists():
             previous = previous_root(root)
             if (previous / "manifest.json").is_file():
@@ -95,3 +107,49 @@ class IndexPaths:
     def stored_vectors(self, kind: str) -> Path:
         """Every vector of `kind` as float16, in FAISS row order (exact re-ranking)."""
         return self.embeddings / f"{kind}.f16.npy"
+
+
+def generation(paths: IndexPaths) -> tuple[str, int, int] | None:
+    """Which folder `paths` names at this instant: its path (the index, or `.NAME.old`), device
+    and inode; None when there is none. Every swap changes it: a build's new index is another
+    folder, moved to the path by a rename or an exchange."""
+    try:
+        st = os.stat(paths.root)
+    except OSError:
+        return None
+    return (str(paths.root), st.st_dev, st.st_ino)
+
+
+def open_index(
+    root: Path | IndexPaths, opener: Callable[[IndexPaths], _T], *, wait: float = SWAP_WAIT_SECONDS
+) -> _T:
+    """`opener(IndexPaths(root))`, run again when a build swapped the index at `root` meanwhile,
+    so that a reader gets the previous or the new index, whole, and never an error.
+
+    A swap moves a complete index to the path in one rename, but opening is many file opens
+    (a RocksDB store reads CURRENT, its MANIFEST, then every SST file): one that straddles the
+    swap mixes the two indexes and fails (`Corruption: Sst file size mismatch`), or, where the
+    fallback's two renames are used, finds a file of the previous index already deleted. So the
+    folder at the path (`generation`) is noted before and after each try: a try during which it
+    changed is repeated, failed or not (for at most `wait` seconds while builds go on swapping);
+    a failure while it stayed the same is tried once more, then raised: that index is damaged
+    or is no index. What `opener` opens must hold its files open (as the KG store does), since
+    the previous index is deleted right after the swap."""
+    requested = root.requested if isinstance(root, IndexPaths) else Path(root)
+    deadline = time.monotonic() + wait
+    unchanged_failures = 0
+    while True:
+        paths = IndexPaths(requested)
+        before = generation(paths)
+        try:
+            opened = opener(paths)
+        except (LocalkgError, OSError, RuntimeError, ValueError):
+            swapped = generation(IndexPaths(requested)) != before
+            if not swapped:
+                unchanged_failures += 1
+            if time.monotonic() >= deadline or unchanged_failures > 1:
+                raise
+            time.sleep(0.0 if swapped else 0.05)
+            continue
+        if generation(IndexPaths(requested)) == before or time.monotonic() >= deadline:
+            return opened

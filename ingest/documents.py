@@ -153,6 +153,10 @@ def _jsonl_record(line: str, path: Path, line_no: int, rejects: RejectLog) -> Do
     if missing:
         rejects.add(Reject(str(path), line_no, f"missing field {missing[0]!r}", line))
         return None
+    wrong = _wrong_field_type(record)
+    if wrong:
+        rejects.add(Reject(str(path), line_no, wrong, line))
+        return None
     text = str(record["text"]).strip()
     if not text:
         rejects.add(Reject(str(path), line_no, "empty text", line))
@@ -164,6 +168,27 @@ def _jsonl_record(line: str, path: Path, line_no: int, rejects: RejectLog) -> Do
         text=text,
         entity=str(entity) if entity not in (None, "") else None,
     )
+
+
+# What each field of a JSONL document may hold: `text` a string; `id`, `title` and `entity` a
+# string or a number (`"id": 7`). Anything else (a list, an object) would be indexed as its
+# Python text ("['a', 'b']"), so the line is rejected naming the field.
+_JSONL_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "text": (str,), "id": (str, int, float), "title": (str, int, float), "entity": (str, int, float),
+}
+_JSON_TYPE_NAMES = {list: "a list", dict: "an object", bool: "a boolean", float: "a number", int: "a number"}
+
+
+def _wrong_field_type(record: dict[str, object]) -> str | None:
+    """The reject reason when a field holds a value of the wrong JSON type; None when all fit."""
+    for name, allowed in _JSONL_FIELD_TYPES.items():
+        value = record.get(name)
+        if value is None or (isinstance(value, allowed) and not isinstance(value, bool)):
+            continue
+        got = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+        want = "a string" if allowed == (str,) else "a string or a number"
+        return f"field {name!r} must be {want}, got {got}"
+    return None
 
 
 # ------------------------------------------------------------------------------------------

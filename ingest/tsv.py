@@ -89,8 +89,8 @@ def read_tsv(path: Path, header: str = "auto", delimiter: str = "auto") -> Itera
                 batch.rejects.append(Reject(name, line_no, f"invalid UTF-8 at byte {exc.start}", raw.decode("utf-8", "replace")))
                 first_row = False
                 continue
-            if not text.strip():
-                continue
+            if not text.strip() and sep not in text:
+                continue  # a blank line; one of delimiters only ("\t\t") is a row of empty fields, rejected below
             try:
                 fields = _split(text.lstrip("\ufeff") if first_row else text, sep)
             except csv.Error as exc:
@@ -103,7 +103,8 @@ def read_tsv(path: Path, header: str = "auto", delimiter: str = "auto") -> Itera
                     batch.filtered["header row"] += 1
                     continue
             if len(fields) != 3 or not all(fields):
-                batch.rejects.append(Reject(name, line_no, f"expected 3 non-empty fields, got {len(fields)}", text))
+                reason = "only empty fields" if not any(fields) else f"expected 3 non-empty fields, got {len(fields)}"
+                batch.rejects.append(Reject(name, line_no, reason, text))
                 continue
             minter.add(fields[0], fields[1], fields[2], batch)
         yield batch

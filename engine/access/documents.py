@@ -22,7 +22,7 @@ import numpy as np
 
 from index.embed_backends import open_embedder
 from index.embedder import PROBE_MIN_COSINE, Embedder, probe_cosine
-from index.paths import IndexPaths
+from index.paths import IndexPaths, open_index
 from ingest.errors import IndexError_, ModelError
 
 # Inside a collection of at most this many chunks, dense search is exact over the stored vectors.
@@ -66,11 +66,8 @@ class ParquetDocumentStore:
     """Chunks of an index: lookups by entity and id, dense and sparse search by collection."""
 
     def __init__(self, root: Path | IndexPaths, embedder: Embedder | None = None) -> None:
-        self.paths = root if isinstance(root, IndexPaths) else IndexPaths(Path(root))
-        if not self.paths.root.is_dir():
-            raise IndexError_(f"{self.paths.root}: no such index")
-        if not self.paths.chunks.exists():
-            raise IndexError_(f"{self.paths.root}: index has no documents (build it with --docs)")
+        # the index at the path now (previous or new while a build swaps it: see open_index)
+        self.paths = open_index(root, _documents_index)
         self._embedder = embedder
         self._lock = threading.RLock()
         self._con: Any = None
@@ -376,6 +373,15 @@ class ParquetDocumentStore:
     def _records(self, sql: str, params: list[Any]) -> list[ChunkRecord]:
         return [ChunkRecord(chunk_id=c, doc_id=d, entity=e, collection=col, title=t, text=x, start=s, end=n, row=r)
                 for r, c, d, e, col, t, x, s, n in self._query(sql, params)]
+
+
+def _documents_index(paths: IndexPaths) -> IndexPaths:
+    """`paths` when it names an index with documents; IndexError_ saying what is missing."""
+    if not paths.root.is_dir():
+        raise IndexError_(f"{paths.root}: no such index")
+    if not paths.chunks.exists():
+        raise IndexError_(f"{paths.root}: index has no documents (build it with --docs)")
+    return paths
 
 
 def docs_build_options(paths: IndexPaths) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import pyoxigraph as ox
 from engine.access import sparql_escape
 from engine.access.sparql_guard import check_local_query
 from index.manifest import read_manifest
-from index.paths import IndexPaths
+from index.paths import IndexPaths, open_index
 from ingest.errors import IndexError_, InputError, LocalkgError
 from ingest.terms import (
     META_GRAPH,
@@ -183,13 +183,22 @@ class OxigraphKG(_GraphBase):
 
     @classmethod
     def open(cls, paths: IndexPaths) -> OxigraphKG:
+        """The store of the index at `paths`, the previous or the new one while a build swaps
+        it (`open_index`). RocksDB opens every file of the store at once, so the store stays
+        whole when the build then deletes the previous index. A store that cannot be opened
+        (damaged, not a store) is an IndexError_ naming it."""
+        return open_index(paths, cls._open_once)
+
+    @classmethod
+    def _open_once(cls, paths: IndexPaths) -> OxigraphKG:
         read_manifest(paths)  # a clear error when the folder is not an index
         if not paths.kg.exists():
             raise IndexError_(f"{paths.root}: index has no KG store (was it built with --kg?)")
         try:
             return cls(ox.Store.read_only(str(paths.kg)))
-        except OSError as exc:
-            raise IndexError_(f"{paths.kg}: cannot open the KG store read-only ({exc})") from exc
+        except (OSError, RuntimeError) as exc:  # RocksDB: `Corruption: ...` is a RuntimeError
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise IndexError_(f"{paths.kg}: cannot open the KG store read-only ({reason})") from exc
 
     def _fetch_label(self, node: str) -> str | None:
         term = _node(node)

@@ -20,6 +20,16 @@ Topic entities are given as names (they resolve in any index); the ids the file 
 (Freebase MIDs, Wikidata QIDs) are kept in `extra["topic_entity_ids"]` as {id: name}.
 Alias groups (ToG's `alias` lists, CWQ's `{answer, aliases}`) go to `extra["answer_groups"]`;
 `answers` is always the flat list of every accepted name.
+
+Text faults are repaired, not refused, so one bad question never stops the others: bytes that
+are not UTF-8, lone surrogates (a JSON `"\\ud800"` escape) and control characters other than tab,
+newline and carriage return become U+FFFD (`engine/questions/text.py`), in every field (ids,
+answers, topic entities too). Each repair is a warning on stderr naming the file and line (in a
+JSON list, bad bytes by line, the rest by item; the first 5 of a file, then a count) and is noted
+in the question's `extra["text_repaired"]`. JSON strings may hold raw control characters (they are
+read, then repaired). Lines end at \\n, \\r\\n or \\r, as in Python's text mode. What stays an
+error (an `InputError` naming the file and line, or item): a line of the wrong shape (fields,
+invalid JSON, no question text), an empty question, an id twice.
 """
 
 from __future__ import annotations
@@ -32,7 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.questions.record import Question
+from engine.questions.text import Repairs, decode_lines, repair_strings, repair_text
 from ingest.errors import InputError
+from ingest.progress import console
 
 FORMATS = ("metaqa", "pathquestion", "json", "jsonl")
 
@@ -61,6 +73,11 @@ _BRACKETED = re.compile(r"\[([^\[\]]+)\]")
 _FREEBASE_RELATION = re.compile(r"(?<![\w.])(?:ns)?:([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+)")
 _WIKIDATA_RELATION = re.compile(r"\b(?:wdt|p|ps|pq|psn|psv|pqv|pr):(P\d+)\b")
 _HOP_FOLDER = re.compile(r"\d+-hop")
+_SHOWN_REPAIRS = 5  # warnings printed per file; the rest are counted
+
+# What a reader yields: where the question is ("FILE:LINE" or "FILE: item N"), the question as
+# read, and the text repairs its bytes needed so far.
+_Read = tuple[str, Question, Repairs]
 
 
 def detect_format(path: Path | str) -> str:
@@ -72,7 +89,7 @@ def detect_format(path: Path | str) -> str:
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
     first = _first_line(path)
-    if suffix == ".json" or first.startswith(("[", "{")):
+    if suffix == ".json" or first.startswith("{") or (first.startswith("[") and not _bracketed_text_line(first)):
         if first.startswith("{") and _is_jsonl(path):
             return "jsonl"
         return "json"
@@ -88,7 +105,9 @@ def detect_format(path: Path | str) -> str:
 
 
 def read_questions(path: Path | str, fmt: str = "auto") -> list[Question]:
-    """Every question of a file, in file order; errors name the file and line."""
+    """Every question of a file, in file order; errors name the file and line. Text faults (bytes
+    that are not UTF-8, lone surrogates, control characters) are repaired with a warning naming
+    the file and line; see the module docstring."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such question file")
@@ -96,7 +115,9 @@ def read_questions(path: Path | str, fmt: str = "auto") -> list[Question]:
     readers = {"metaqa": _read_metaqa, "pathquestion": _read_pathquestion, "json": _read_json, "jsonl": _read_jsonl}
     if fmt not in readers:
         raise InputError(f"unknown question format {fmt!r}; use auto or one of {', '.join(FORMATS)}")
-    questions = list(readers[fmt](path))
+    notes: list[str] = []
+    questions = [_repaired(where, question, repairs, notes) for where, question, repairs in readers[fmt](path, notes)]
+    _warn(path, notes)
     seen: dict[str, int] = {}
     for position, question in enumerate(questions, 1):
         if question.id in seen:
@@ -106,14 +127,41 @@ def read_questions(path: Path | str, fmt: str = "auto") -> list[Question]:
     return questions
 
 
+def _repaired(where: str, question: Question, repairs: Repairs, notes: list[str]) -> Question:
+    """`question` with every string field repaired (`repair_text`); a repair becomes a note."""
+    fixed = Question(
+        id=repair_text(question.id, repairs),
+        question=repair_text(question.question, repairs),
+        answers=[repair_text(a, repairs) for a in question.answers],
+        topic_entities=[repair_text(t, repairs) for t in question.topic_entities],
+        gold_relations=None if question.gold_relations is None else
+        [repair_text(r, repairs) for r in question.gold_relations],
+        extra=repair_strings(question.extra, repairs),
+    )
+    if repairs:
+        fixed.extra["text_repaired"] = str(repairs)
+        notes.append(f"{where}: {repairs}")
+    return fixed
+
+
+def _warn(path: Path, notes: list[str]) -> None:
+    """The first repairs of a file on stderr, then how many more there were."""
+    for note in notes[:_SHOWN_REPAIRS]:
+        console.print(f"warning: {note}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if len(notes) > _SHOWN_REPAIRS:
+        console.print(f"warning: {path}: {len(notes) - _SHOWN_REPAIRS} more lines or items repaired the same way",
+                      style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
 # ---- text formats --------------------------------------------------------------------------
 
 
 def _first_line(path: Path) -> str:
     with path.open("r", encoding="utf-8", errors="replace") as handle:
         for line in handle:
-            if line.strip():
-                return line.strip("\r\n").lstrip("\ufeff").lstrip()
+            text = line.strip("\r\n").lstrip("\ufeff").lstrip()
+            if text.strip():
+                return text
     raise InputError(f"{path}: empty question file")
 
 
@@ -122,23 +170,33 @@ def _is_jsonl(path: Path) -> bool:
     with path.open("r", encoding="utf-8", errors="replace") as handle:
         lines = [line for line in (next(handle, "") for _ in range(3)) if line.strip()]
     try:
-        return len(lines) > 1 and all(isinstance(json.loads(line), dict) for line in lines)
-    except ValueError:
+        return len(lines) > 1 and all(isinstance(json.loads(line, strict=False), dict) for line in lines)
+    except (ValueError, RecursionError):
         return False
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Non-blank lines with their 1-based numbers."""
+def _bracketed_text_line(line: str) -> bool:
+    """A MetaQA line whose question starts with its topic entity (`[Claire Skinner] appears in
+    which movies<TAB>Life Is Sweet`; 432 of the 1-hop dev questions): it has a tab, a `[...]`
+    pair before the first tab, and is not JSON itself."""
+    head, tab, _ = line.partition("\t")
+    if not tab or not _BRACKETED.search(head):
+        return False
     try:
-        with path.open("r", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                text = line.rstrip("\r\n")
-                if number == 1:
-                    text = text.lstrip("\ufeff")
-                if text.strip():
-                    yield number, text
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc})") from None
+        json.loads(line, strict=False)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str, Repairs]]:
+    """Non-blank lines with their 1-based numbers and the repairs their bytes needed (bytes
+    that are not UTF-8 become U+FFFD: the line is still read)."""
+    for number, (text, repairs) in enumerate(decode_lines(path.read_bytes()), 1):
+        if number == 1:
+            text = text.lstrip("\ufeff")
+        if text.strip():
+            yield number, text, repairs
 
 
 def _id_prefix(path: Path, fmt: str) -> str:
@@ -165,13 +223,13 @@ def _read_qtypes(path: Path) -> dict[int, str]:
     qtype_path = path.with_name(f"{path.stem}_qtype{path.suffix}")
     if not qtype_path.exists():
         return {}
-    return dict(_lines(qtype_path))
+    return {number: text for number, text, _ in _lines(qtype_path)}
 
 
-def _read_metaqa(path: Path) -> Iterator[Question]:
+def _read_metaqa(path: Path, notes: list[str]) -> Iterator[_Read]:
     qtypes = _read_qtypes(path)
     prefix = _id_prefix(path, "metaqa")
-    for number, text in _lines(path):
+    for number, text, repairs in _lines(path):
         fields = text.split("\t")
         if len(fields) != 2:
             raise InputError(f"{path}:{number}: expected 'question<TAB>answers', got {len(fields)} fields")
@@ -186,14 +244,14 @@ def _read_metaqa(path: Path) -> Iterator[Question]:
                 gold_relations = metaqa_relations(extra["qtype"])
             except ValueError as exc:
                 raise InputError(f"{path.with_name(path.stem + '_qtype' + path.suffix)}:{number}: {exc}") from None
-        yield Question(
+        yield f"{path}:{number}", Question(
             id=f"{prefix}-{number}",
             question=question,
             answers=[a.strip() for a in answer_field.split("|") if a.strip()],
             topic_entities=[m.strip() for m in _BRACKETED.findall(question) if m.strip()],
             gold_relations=gold_relations,
             extra=extra,
-        )
+        ), repairs
 
 
 def _pathquestion_answers(field: str, final: str) -> list[str]:
@@ -210,9 +268,9 @@ def _pathquestion_answers(field: str, final: str) -> list[str]:
     return [field] if field else [final]
 
 
-def _read_pathquestion(path: Path) -> Iterator[Question]:
+def _read_pathquestion(path: Path, notes: list[str]) -> Iterator[_Read]:
     prefix = _id_prefix(path, "pathquestion")
-    for number, text in _lines(path):
+    for number, text, repairs in _lines(path):
         fields = text.split("\t")
         if len(fields) != 3:
             raise InputError(f"{path}:{number}: expected 'question<TAB>answer(...)<TAB>path', got {len(fields)} fields")
@@ -222,26 +280,28 @@ def _read_pathquestion(path: Path) -> Iterator[Question]:
             steps = steps[: steps.index("<end>")]
         if len(steps) < 3 or len(steps) % 2 == 0:
             raise InputError(f"{path}:{number}: path {path_field[:80]!r} is not subject#relation#entity#...")
+        if not question:
+            raise InputError(f"{path}:{number}: empty question")
         answers = _pathquestion_answers(answer_field, steps[-1])
-        yield Question(
+        yield f"{path}:{number}", Question(
             id=f"{prefix}-{number}",
             question=question,
             answers=answers,
             topic_entities=[steps[0]],
             gold_relations=steps[1::2],
             extra={"task": "qa", "gold_path": steps},
-        )
+        ), repairs
 
 
 # ---- JSON formats --------------------------------------------------------------------------
 
 
-def _load_json(path: Path) -> list[Any]:
+def _load_json(path: Path, notes: list[str]) -> list[Any]:
+    lines = decode_lines(path.read_bytes(), keepends=True)
+    notes.extend(f"{path}:{number}: {repairs}" for number, (_, repairs) in enumerate(lines, 1) if repairs)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc})") from None
-    except ValueError as exc:
+        data = json.loads("".join(text for text, _ in lines).lstrip("\ufeff"), strict=False)
+    except (ValueError, RecursionError) as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
     if isinstance(data, dict):  # {"Questions": [...]} (WebQSP) or {"data": [...]}
         lists = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
@@ -253,28 +313,35 @@ def _load_json(path: Path) -> list[Any]:
     return data
 
 
-def _read_json(path: Path) -> Iterator[Question]:
-    for position, item in enumerate(_load_json(path), 1):
+# A JSON object of an unexpected shape (a string where a list of edges belongs...) raises one
+# of these in `question_from_object`: the item's error, naming the file and line.
+_SHAPE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, RecursionError)
+
+
+def _read_json(path: Path, notes: list[str]) -> Iterator[_Read]:
+    for position, item in enumerate(_load_json(path, notes), 1):
         if not isinstance(item, dict):
             raise InputError(f"{path}: item {position} is {type(item).__name__}, not an object")
         try:
-            yield question_from_object(item, f"{path.stem}-{position}")
-        except ValueError as exc:
+            question = question_from_object(item, f"{path.stem}-{position}")
+        except _SHAPE_ERRORS as exc:
             raise InputError(f"{path}: item {position}: {exc}") from None
+        yield f"{path}: item {position}", question, Repairs()
 
 
-def _read_jsonl(path: Path) -> Iterator[Question]:
-    for number, text in _lines(path):
+def _read_jsonl(path: Path, notes: list[str]) -> Iterator[_Read]:
+    for number, text, repairs in _lines(path):
         try:
-            item = json.loads(text)
-        except ValueError as exc:
+            item = json.loads(text, strict=False)
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"{path}:{number}: not valid JSON ({exc})") from None
         if not isinstance(item, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(item).__name__}")
         try:
-            yield question_from_object(item, f"{path.stem}-{number}")
-        except ValueError as exc:
+            question = question_from_object(item, f"{path.stem}-{number}")
+        except _SHAPE_ERRORS as exc:
             raise InputError(f"{path}:{number}: {exc}") from None
+        yield f"{path}:{number}", question, repairs
 
 
 def question_from_object(item: dict[str, Any], default_id: str) -> Question:

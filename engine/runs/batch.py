@@ -4,7 +4,9 @@ Resumable by construction: every record is one JSON line, appended, flushed and 
 the next question starts. On start the run reads what is there, cuts a torn last line (a kill
 in the middle of a write) back to the last newline, and skips the ids already answered. So a
 run can be killed at any moment (kill -9 included) and the same command finishes it, with
-exactly one record per question and method.
+exactly one record per question and method. Whatever a record holds, it is written as a line that
+reads back (text UTF-8 cannot hold becomes U+FFFD; a record JSON cannot hold becomes an error
+record naming its question: `RecordWriter.append`), so no question makes a run unresumable.
 
 `run.json` (written atomically) holds the command, the questions' selection, the per-method
 config, the index and model fingerprints and the versions, and the run's status: "running"
@@ -62,11 +64,13 @@ from typing import Any
 
 from engine.methods import registry
 from engine.questions.datasets import detect_format, read_questions
-from engine.questions.record import Question
+from engine.questions.record import AnswerRecord, Question
+from engine.questions.text import Repairs, repair_strings, repair_text
 from engine.runs.answer import FATAL_ERRORS
 from engine.runs.context import open_context
 from engine.runs.handout import BatchError, DeathRule, Sink, WorkerSetup, answer_one
-from engine.runs.transcripts import CALLS_DIR, TranscriptWriter
+from engine.runs.model_record import model_identity, refuse_other_model_file
+from engine.runs.transcripts import CALLS_DIR, TRANSCRIPT_FIELD, TranscriptWriter
 from index.build import pid_alive
 from ingest.errors import IndexError_, InputError, ModelError
 from ingest.progress import console
@@ -273,8 +277,64 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return records, problems
 
 
+# JSON text may hold these raw (ensure_ascii=False), but str.splitlines() and some JSONL readers
+# end a line at them: a record line escapes them, so it is one line for every reader.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+# What json.dumps raises for a value JSON cannot hold (UnicodeEncodeError, for lone surrogates,
+# is a ValueError).
+_UNWRITABLE = (ValueError, TypeError, RecursionError)
+
+
+def record_line(record: dict[str, Any]) -> bytes:
+    """One record as a JSONL line: UTF-8 bytes ending in its only newline. Raises what
+    json.dumps raises (`_UNWRITABLE`) for what JSON or UTF-8 cannot hold."""
+    text = json.dumps(record, ensure_ascii=False, default=str).translate(_LINE_BREAKS)
+    return (text + "\n").encode("utf-8")
+
+
+def writable(value: Any) -> tuple[Any, int]:
+    """`value` as is when it encodes as UTF-8 JSON; else a copy with every lone surrogate (which
+    UTF-8 cannot hold: a model's reply, a question given in code) replaced by U+FFFD, and how
+    many were. A value that is not JSON at all is returned as is (see `unwritable_record`)."""
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        repairs = Repairs()
+        return repair_strings(value, repairs, controls=False), repairs.surrogates
+    except _UNWRITABLE:
+        pass
+    return value, 0
+
+
+def _note_replaced(record: dict[str, Any], count: int) -> dict[str, Any]:
+    extra = record.get("extra")
+    if isinstance(extra, dict):
+        extra["unencodable_replaced"] = extra.get("unencodable_replaced", 0) + count
+    else:
+        record["unencodable_replaced"] = count
+    return record
+
+
+def unwritable_record(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+    """The error record standing for a record that cannot be written as JSON (a value JSON cannot
+    hold, a circular structure): its id, question, answers, method and config hash as text, and
+    why. `--retry-errors` answers that question again."""
+    def text(value: Any) -> str:
+        return repair_text(str(value), controls=False)
+
+    answers = record.get("answers")
+    return AnswerRecord(
+        id=text(record.get("id", "")), question=text(record.get("question", "")),
+        answers=[text(a) for a in answers] if isinstance(answers, list) else [],
+        method=text(record.get("method", "")), config_hash=text(record.get("config_hash", "")),
+        error=text(f"RecordWriteError: the record of question {record.get('id')!r} could not be written as "
+                   f"JSON ({type(exc).__name__}: {exc})"),
+    ).to_dict()
+
+
 class RecordWriter:
-    """Append-only record file: repaired on open, one fsync'd line per record."""
+    """Append-only record file: repaired on open, one fsync'd line per record. Every record
+    becomes a line that reads back (`append`), so one question never fails a run or its resume."""
 
     def __init__(self, path: Path, *, retry_errors: bool = False) -> None:
         self.path = path
@@ -286,22 +346,34 @@ class RecordWriter:
             records = [r for r in records if not r.get("error")]
             self._rewrite(records)
         self.done: set[str] = {str(r["id"]) for r in records}
-        self._handle = path.open("a", encoding="utf-8")
+        self._handle = path.open("ab")
 
     def _rewrite(self, records: list[dict[str, Any]]) -> None:
         tmp = self.path.with_suffix(".jsonl.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
+        with tmp.open("wb") as handle:
             for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                handle.write(record_line(writable(record)[0]))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
 
-    def append(self, record: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Append `record`, fsync'd; returns what was written. Lone surrogates become U+FFFD
+        (counted in `extra["unencodable_replaced"]`); a record that still cannot be written
+        becomes an error record naming its id and why (`unwritable_record`)."""
+        written, replaced = writable(record)
+        if replaced:
+            written = _note_replaced(written, replaced)
+        try:
+            line = record_line(written)
+        except _UNWRITABLE as exc:
+            written = unwritable_record(record, exc)
+            line = record_line(written)
+        self._handle.write(line)
         self._handle.flush()
         os.fsync(self._handle.fileno())
-        self.done.add(str(record["id"]))
+        self.done.add(str(written["id"]))
+        return written
 
     def close(self) -> None:
         self._handle.close()
@@ -655,7 +727,7 @@ def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None)
         },
         "index": {"path": str(Path(options.index).resolve()), "fingerprint": index_fingerprint(manifest),
                   "kg_endpoint": options.kg_endpoint},
-        "model": {"llm": options.llm, "fingerprint": model_fingerprint(options.llm)},
+        "model": model_identity(options.llm, model_fingerprint(options.llm)),  # + path, sha256 of a file
         "methods": {m: {"config": configs[m], "config_hash": registry.config_hash(m, configs[m]), "file": f"{m}.jsonl"} for m in methods},
         "shard": None if shard is None else {"index": shard.index, "count": shard.count, "selected": len(whole),
                                              "selection_sha256": selection_digest(whole)},
@@ -738,6 +810,7 @@ def _run_locked(options: BatchOptions, methods: list[str],
         previous = _mark_stale(out, previous)  # this process holds the lock: that writer is gone
     if previous is not None:
         _refuse_other_shard(out, previous, identity["shard"])
+        refuse_other_model_file(out, previous, identity["model"], options.restart)
         previous, restarted, backup = _restart_if_changed(options, identity, out, previous)
     history: list[dict[str, Any]] = list((previous or {}).get("history", []))
     all_methods = {**(previous or {}).get("methods", {}), **identity["methods"]}
@@ -774,11 +847,12 @@ def _run_locked(options: BatchOptions, methods: list[str],
         pending = [(m, q) for q in selected for m in methods if q.id not in writers[m].done]
         with progress(f"batch {out.name}", total=len(pending), unit="questions") as bar:
             def sink(method: str, record: dict[str, Any]) -> None:
-                transcripts.take(method, record)  # before the record: a done question has its calls
-                writers[method].append(record)
+                # The transcript goes first, so a done question has its calls.
+                record = _take_transcript(transcripts, method, record)
+                written = writers[method].append(record)  # never raises for what the record holds
                 per_method[method]["ran"] += 1
                 counts["ran"] += 1
-                if record.get("error"):
+                if written.get("error"):
                     per_method[method]["errors"] += 1
                     counts["errors"] += 1
                 bar.advance(1, status=f"{counts['errors']} errors" if counts["errors"] else "")
@@ -810,6 +884,22 @@ def _run_locked(options: BatchOptions, methods: list[str],
                        ran=counts["ran"], errors=counts["errors"],
                        seconds=round(time.perf_counter() - started, 3), per_method=per_method,
                        restarted=restarted, backup=backup, requeued=counts["requeued"])
+
+
+def _take_transcript(transcripts: TranscriptWriter, method: str, record: dict[str, Any]) -> dict[str, Any]:
+    """Move `record`'s transcript into the calls file; returns the record to write. Lone
+    surrogates (a model's reply) become U+FFFD in both; a transcript that still cannot be written
+    is dropped, and the record says why in `extra["transcript_not_written"]`."""
+    record, replaced = writable(record)
+    if replaced:
+        record = _note_replaced(record, replaced)
+    try:
+        transcripts.take(method, record)
+    except _UNWRITABLE as exc:
+        record.pop(TRANSCRIPT_FIELD, None)
+        if isinstance(record.get("extra"), dict):
+            record["extra"]["transcript_not_written"] = repair_text(f"{type(exc).__name__}: {exc}", controls=False)
+    return record
 
 
 def _sigterm_interrupts() -> Callable[[], None]:

@@ -58,7 +58,9 @@ class TranscriptWriter:
             handle = self._handles[method] = path.open("a", encoding="utf-8")
         line = {"id": record.get("id"), "method": method, "config_hash": record.get("config_hash"),
                 "calls": calls}
-        handle.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        # U+0085, U+2028 and U+2029 escaped: a reader splitting on every line break sees one line
+        text = json.dumps(line, ensure_ascii=False, default=str)
+        handle.write(text.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") + "\n")
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -74,7 +76,7 @@ def read_transcripts(run_dir: Path, method: str) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return found
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    for raw in path.read_text(encoding="utf-8").split("\n"):  # JSON lines end at \n only
         try:
             line = json.loads(raw)
         except ValueError:
