@@ -938,7 +938,9 @@ def _repaired_topic(topic: str) -> str:
 @main.command("batch")
 @click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
 @click.option("--questions", required=True, type=click.Path(path_type=Path),
-              help="Question file: MetaQA qa_*.txt, PathQuestion PQ-*.txt, ToG / ToG-2 / HydraRAG JSON, or JSONL.")
+              help="Question file: MetaQA qa_*.txt, PathQuestion PQ-*.txt, ToG / ToG-2 / HydraRAG JSON, or JSONL. "
+                   "Text that is not UTF-8, lone surrogates and control characters become U+FFFD (a warning "
+                   "names file and line); a line of the wrong shape stops the run with its file and line.")
 @click.option("--methods", required=True, help="Comma-separated methods, e.g. io,cot,tog (`python cli.py methods` lists them).")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path),
               help="Run folder: <method>.jsonl per method and run.json. Rerun the same command to resume.")
