@@ -51,3 +51,18 @@ def test_real_default_model_answers_a_kg_plus_doc_question_from_the_report(demo_
     assert record.answer_source in ("doc", "both") and record.extra["answer_round"] >= 1
     cited = [c for p in record.paths for c in p.chunk_ids]
     assert any("kestrel-cell-works" in c for c in cited), cited
+
+
+def test_real_llm_free_relation_prune_reaches_the_report(demo_index: Path) -> None:
+    """`prune_tool=embedding`: no topic or relation prune call; the index's embedding model
+    keeps the supplier relation and the 0.5B model answers from the supplier's report."""
+    ctx = open_context(demo_index, open_llm("qwen2.5-coder-0.5b"))
+    try:
+        record = answer_question("tog2", QUESTION, ctx, {"prune_tool": "embedding"})
+    finally:
+        ctx.close()
+    assert record.error is None, record.extra.get("traceback")
+    assert not {"topic_prune", "relation_prune"} & {c["stage"] for c in record.llm_calls}
+    assert record.prediction == "Severin Oduya", record.extra["trace"]
+    cited = [c for p in record.paths for c in p.chunk_ids]
+    assert any("kestrel-cell-works" in c for c in cited), cited
