@@ -48,7 +48,7 @@ from engine.questions.record import AnswerRecord
 def echo(question, ctx, config):
     question.question.encode("utf-8")  # what a model's tokenizer or an HTTP body does
     return AnswerRecord(id=question.id, question=question.question, answers=question.answers,
-                        method="echo", prediction=question.question, predictions=[question.question],
+                        method="text_echo", prediction=question.question, predictions=[question.question],
                         answer_source="llm")
 
 
@@ -65,7 +65,7 @@ def unjsonable(question, ctx, config):
     return record
 
 
-for _name, _run in (("echo", echo), ("mojibake", mojibake), ("unjsonable", unjsonable)):
+for _name, _run in (("text_echo", echo), ("mojibake", mojibake), ("unjsonable", unjsonable)):
     register(MethodSpec(_name, _run, {}, "scripted text-fault method"))
 '''
 SURROGATE = "\ud800"
@@ -291,13 +291,13 @@ def test_a_batch_with_a_surrogate_question_completes_and_resumes(plugin: Path, t
                          '{"id": "s3", "question": "who starred in [Heat] \\u001b", "answers": ["Al Pacino"]}\n',
                          encoding="ascii")
     out = tmp_path / "run"
-    options = BatchOptions(index=tiny_index, questions=questions, methods=["echo", "mojibake", "unjsonable"],
+    options = BatchOptions(index=tiny_index, questions=questions, methods=["text_echo", "mojibake", "unjsonable"],
                            out=out, llm="scripted:", plugins=[PLUGIN])
     report = run_batch(options)
     assert report.ran == 9 and report.errors == 3  # the three unjsonable records
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run["status"] == "complete" and run["questions"]["ids"] == ["s1", "s2", "s3"]
-    echo, problems = read_records(out / "echo.jsonl")
+    echo, problems = read_records(out / "text_echo.jsonl")
     assert problems == [] and [r["id"] for r in echo] == ["s1", "s2", "s3"]
     assert echo[0]["question"] == echo[0]["prediction"] == "\ufffd who directed [Heat]"
     assert echo[0]["error"] is None and echo[2]["question"] == "who starred in [Heat] \ufffd"
@@ -364,7 +364,7 @@ def test_ask_with_bytes_that_are_not_utf8(tiny_index: Path, replies: Path) -> No
 def test_ask_with_a_lone_surrogate_and_a_bad_topic(plugin: Path, tiny_index: Path) -> None:
     from cli import main
 
-    result = CliRunner().invoke(main, ["ask", "--index", str(tiny_index), "--method", "echo", "--plugin", PLUGIN,
+    result = CliRunner().invoke(main, ["ask", "--index", str(tiny_index), "--method", "text_echo", "--plugin", PLUGIN,
                                        "--llm", "scripted:", "--topic", "Heat\x00", "--json",
                                        f"who directed {SURROGATE} Heat"])
     assert result.exception is None, result.output
