@@ -12,6 +12,7 @@ those chunks, and asking it for a collection without any says so.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,7 +23,7 @@ import numpy as np
 
 from index.embed_backends import open_embedder
 from index.embedder import PROBE_MIN_COSINE, Embedder, probe_cosine
-from index.paths import IndexPaths, open_index
+from index.paths import SWAP_WAIT_SECONDS, IndexPaths, generation, open_index
 from ingest.errors import IndexError_, ModelError
 
 # Inside a collection of at most this many chunks, dense search is exact over the stored vectors.
@@ -68,6 +69,7 @@ class ParquetDocumentStore:
     def __init__(self, root: Path | IndexPaths, embedder: Embedder | None = None) -> None:
         # the index at the path now (previous or new while a build swaps it: see open_index)
         self.paths = open_index(root, _documents_index)
+        self._generation = generation(self.paths)
         self._embedder = embedder
         self._lock = threading.RLock()
         self._con: Any = None
@@ -104,13 +106,8 @@ class ParquetDocumentStore:
 
     def stats(self) -> dict[str, Any]:
         """Counts of documents, chunks, linked documents and documents per collection."""
-        docs = self._query(
-            "SELECT count(*), count(entity), count(DISTINCT entity) FROM read_parquet(?)", [str(self.paths.documents)]
-        )[0]
-        per_collection = self._query(
-            "SELECT collection, count(*) FROM read_parquet(?) GROUP BY collection ORDER BY collection",
-            [str(self.paths.documents)],
-        )
+        docs = self._query("SELECT count(*), count(entity), count(DISTINCT entity) FROM documents")[0]
+        per_collection = self._query("SELECT collection, count(*) FROM documents GROUP BY collection ORDER BY collection")
         chunk_counts = dict(self._query("SELECT collection, count(*) FROM chunks GROUP BY collection"))
         result: dict[str, Any] = {
             "documents": int(docs[0]),
@@ -361,18 +358,40 @@ class ParquetDocumentStore:
             import duckdb
 
             con = duckdb.connect()
-            path = str(self.paths.chunks).replace("'", "''")
-            con.execute(f"CREATE VIEW chunks AS SELECT * FROM read_parquet('{path}')")
+            for view, file in (("chunks", self.paths.chunks), ("documents", self.paths.documents)):
+                path = str(file).replace("'", "''")
+                con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{path}')")
             self._con = con
         return self._con
 
     def _query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run `sql` on the chunk and document tables. The Parquet files are read by path at
+        query time: when a build swapped the index since it was opened (and removed the files
+        read), the query runs again on the index at the path now, as `open_index` does for an
+        open; a failure on an index that was not swapped is raised at once."""
+        deadline = time.monotonic() + SWAP_WAIT_SECONDS
         with self._lock:
-            return list(self._connection().execute(sql, params or []).fetchall())
+            while True:
+                try:
+                    return list(self._connection().execute(sql, params or []).fetchall())
+                except Exception as exc:
+                    if not _io_error(exc) or time.monotonic() >= deadline:
+                        raise
+                    if generation(IndexPaths(self.paths.requested)) == self._generation:
+                        raise
+                    self._con = None
+                    self.paths = open_index(self.paths.requested, _documents_index)
+                    self._generation = generation(self.paths)
+                    time.sleep(0.01)
 
     def _records(self, sql: str, params: list[Any]) -> list[ChunkRecord]:
         return [ChunkRecord(chunk_id=c, doc_id=d, entity=e, collection=col, title=t, text=x, start=s, end=n, row=r)
                 for r, c, d, e, col, t, x, s, n in self._query(sql, params)]
+
+
+def _io_error(exc: BaseException) -> bool:
+    """A file the query reads is missing or unreadable (duckdb's IOException, or the OS's)."""
+    return isinstance(exc, OSError) or type(exc).__name__ in ("IOException", "InvalidInputException")
 
 
 def _documents_index(paths: IndexPaths) -> IndexPaths:
