@@ -5,11 +5,7 @@ and malformed requests."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from embed_serve_process import embed_serve
 
 import index.embed_http as embed_http
 from cli import main
@@ -35,24 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """`cli.py embed serve` on a free port, onnx-int8; yields its URL."""
-    process = subprocess.Popen(
-        [sys.executable, "cli.py", "embed", "serve", "--port", "0", "--embed-backend", "onnx-int8"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline, url = time.monotonic() + 120, None
-        assert process.stderr is not None
-        while time.monotonic() < deadline and url is None:
-            line = process.stderr.readline()
-            if not line and process.poll() is not None:
-                pytest.fail(f"embed serve exited with {process.returncode}")
-            if match := re.search(r"listening on (\S+)", line):
-                url = match.group(1)
-        assert url, "embed serve did not start"
+    with embed_serve() as (_, url):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def post(url: str, body: Any) -> tuple[int, dict[str, Any]]:

@@ -12,7 +12,6 @@ import json
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
+from embed_serve_process import embed_serve
 
 from engine.embed_worker import CHARS_PER_TOKEN, EncodeWorker, max_seq_length
 from engine.embeddings_server import ApiError, parse_body
@@ -36,26 +36,8 @@ MAX_BODY = 16 * 1024 * 1024
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[subprocess.Popen[str], str]]:
     """`cli.py embed serve` on a free port, onnx-int8; yields the process and its URL."""
-    process = subprocess.Popen(
-        [sys.executable, "cli.py", "embed", "serve", "--port", "0", "--embed-backend", "onnx-int8"],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline, url = time.monotonic() + 120, None
-        assert process.stderr is not None
-        while time.monotonic() < deadline and url is None:
-            line = process.stderr.readline()
-            if not line and process.poll() is not None:
-                pytest.fail(f"embed serve exited with {process.returncode}")
-            if match := re.search(r"listening on (\S+)", line):
-                url = match.group(1)
-        assert url, "embed serve did not start"
-        # drain the log (a line per request) so that the server never blocks on a full pipe
-        threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
-        yield process, url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with embed_serve() as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -149,6 +149,7 @@ class _Run:
         self.seen_triples: list[str] = []
         self.seen_units: list[Scored] = []
         self.seen_paths: list[GraphPath] = []
+        self.pruner: Pruner | None = None  # prune_tool bm25 | embedding
 
     def _docs(self) -> DocumentStore | None:
         docs = optional_docs(self.ctx)
@@ -253,10 +254,11 @@ class _Run:
                               ) -> list[tuple[GraphPath, Relation, float]]:
         """Relation prune without the LLM: the top W relations of each entity by BM25 or cosine to
         the question (`prune.Pruner`; weights summing to 1 per entity, as in ToG)."""
-        pruner = Pruner(self.config["prune_tool"], self.text, self.ctx, self.record)
+        if self.pruner is None:  # one per question: it embeds the question once
+            self.pruner = Pruner(self.config["prune_tool"], self.text, self.ctx, self.record)
         kept: list[tuple[GraphPath, Relation, float]] = []
         for path, g in groups:
-            for text, weight in pruner.relations(self.label(path.end), list(g), self.width):
+            for text, weight in self.pruner.relations(self.label(path.end), list(g), self.width):
                 kept.extend((path, rel, weight) for rel in g[text])
         return kept
 
