@@ -70,7 +70,7 @@ from engine.runs.answer import FATAL_ERRORS
 from engine.runs.context import open_context
 from engine.runs.handout import BatchError, DeathRule, Sink, WorkerSetup, answer_one
 from engine.runs.model_record import model_identity, refuse_other_model_file
-from engine.runs.transcripts import CALLS_DIR, TRANSCRIPT_FIELD, TranscriptWriter
+from engine.runs.transcripts import CALLS_DIR, TRANSCRIPT_FIELD, TranscriptWriter, json_line
 from index.build import pid_alive
 from ingest.errors import IndexError_, InputError, ModelError
 from ingest.progress import console
@@ -277,9 +277,6 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return records, problems
 
 
-# JSON text may hold these raw (ensure_ascii=False), but str.splitlines() and some JSONL readers
-# end a line at them: a record line escapes them, so it is one line for every reader.
-_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 # What json.dumps raises for a value JSON cannot hold (UnicodeEncodeError, for lone surrogates,
 # is a ValueError).
 _UNWRITABLE = (ValueError, TypeError, RecursionError)
@@ -288,8 +285,7 @@ _UNWRITABLE = (ValueError, TypeError, RecursionError)
 def record_line(record: dict[str, Any]) -> bytes:
     """One record as a JSONL line: UTF-8 bytes ending in its only newline. Raises what
     json.dumps raises (`_UNWRITABLE`) for what JSON or UTF-8 cannot hold."""
-    text = json.dumps(record, ensure_ascii=False, default=str).translate(_LINE_BREAKS)
-    return (text + "\n").encode("utf-8")
+    return (json_line(record) + "\n").encode("utf-8")
 
 
 def writable(value: Any) -> tuple[Any, int]:

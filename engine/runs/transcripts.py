@@ -38,6 +38,17 @@ def _cut_torn_line(path: Path) -> None:
             handle.truncate(data.rfind(b"\n") + 1)
 
 
+# JSON text may hold these raw (ensure_ascii=False), but str.splitlines() and some JSONL readers
+# end a line at them: a JSONL line of a run escapes them, so it is one line for every reader.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def json_line(value: Any) -> str:
+    """`value` as one JSONL line's text (no newline): UTF-8 kept, the line breaks JSON allows
+    inside a string escaped. Raises what json.dumps raises."""
+    return json.dumps(value, ensure_ascii=False, default=str).translate(_LINE_BREAKS)
+
+
 class TranscriptWriter:
     """Appends the transcripts of a run's records, one file per method."""
 
@@ -58,9 +69,7 @@ class TranscriptWriter:
             handle = self._handles[method] = path.open("a", encoding="utf-8")
         line = {"id": record.get("id"), "method": method, "config_hash": record.get("config_hash"),
                 "calls": calls}
-        # U+0085, U+2028 and U+2029 escaped: a reader splitting on every line break sees one line
-        text = json.dumps(line, ensure_ascii=False, default=str)
-        handle.write(text.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") + "\n")
+        handle.write(json_line(line) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
 
