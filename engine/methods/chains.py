@@ -61,6 +61,7 @@ from engine.methods.common import (
     timed,
 )
 from engine.methods.labels import display_text, entity_text
+from engine.methods.question_shape import asked_for
 from engine.methods.spec import (
     MethodSpec,
     booleans,
@@ -93,6 +94,8 @@ CHAINS_DEFAULTS: dict[str, Any] = {
     "first_step": 0.6,           # the words around the entity's mention against the first step
     "hop_penalty": 0.06,         # per step beyond the first: a longer chain must earn its steps
     "hub_penalty": 0.1,          # per tenfold size of the widest set a chain passes through
+    "asked_type": 0.6,           # what the question asks for ("person") against the chain's end set
+    "word_overlap": 0.3,         # share of the chain's steps whose relation words the question uses
     "shown_chains": 5,           # chains the model chooses among
     "choose": "llm",             # llm (one call) | top (the scorer's best, no call) | answer (no call:
                                  # the answer call reads the best `answer_routes` routes)
@@ -151,21 +154,33 @@ def _stems(text: str) -> set[str]:
 class _Scorer:
     """Scores chains against the masked question, without the LLM (dense cosine of the relation
     words, or word overlap with `scorer=lexical`). Besides the whole chain against the whole
-    question, two order-aware terms: the question's first words (where it says what kind of
-    thing it asks for: "who directed ...") against the chain's last step, and the words around
-    the entity's mention ("... the writer of X") against its first step. A step beyond the first
-    costs `hop_penalty`, and a chain through a large set (a release year shared by 900 films)
-    `hub_penalty` per tenfold size: a longer or vaguer chain must earn its place."""
+    question, order-aware and answer-aware terms:
+
+    - `last_step`: the question's first words ("who directed ...") against the chain's last step;
+    - `first_step`: the words around the entity's mention ("... the writer of X") against its
+      first step;
+    - `asked_type`: what the question asks for (`question_shape.asked_for`: "person", "year
+      date", "type of film", "nationality") against the chain's end set as its last relation and
+      first names ("has genre: Drama, Comedy"): a chain that ends at films does not answer "who";
+    - `word_overlap`: the share of the chain's steps whose relation words the question uses
+      (word stems): a chain must account for what the question says, not only resemble it.
+
+    A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
+    shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
+    place."""
 
     def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
-                 weights: ScoreWeights) -> None:
+                 weights: ScoreWeights, label: Any = None) -> None:
         self.kind = kind if dense is not None else "lexical"
         self.query = query
         words = query.split()
         at = next((i for i, w in enumerate(words) if "X" in w), None)
         self.head = " ".join(words[:4])
         self.around = " ".join(words[max(0, at - 4):at + 3]) if at is not None else query
+        self.asked = asked_for(query)
+        self.query_stems = _stems(query)
         self.relation_label = relation_label
+        self.label = label or (lambda node: node)
         self.dense = dense
         self.weights = weights
 
@@ -174,12 +189,29 @@ class _Scorer:
         scores = self._similarity(self.query, [c.relation_words(label) for c in chains])
         last = self._similarity(self.head, [step_text(c.steps[-1], label) for c in chains])
         first = self._similarity(self.around, [step_text(c.steps[0], label) for c in chains])
+        kinds = (self._similarity(self.asked, [self._end_text(c) for c in chains])
+                 if self.asked and w.asked_type else [0.0] * len(chains))
         result = []
-        for c, s, a, b in zip(chains, scores, last, first, strict=True):
+        for c, s, a, b, k in zip(chains, scores, last, first, kinds, strict=True):
             widest = max((len(x) for x in c.sets[1:-1]), default=1)
-            result.append(s + w.last_step * a + w.first_step * b - w.hop_penalty * (c.hops - 1)
-                          - w.hub_penalty * math.log10(max(widest, 1)))
+            result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
+                          + w.word_overlap * self._overlap(c)
+                          - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
         return result
+
+    def _end_text(self, chain: Chain) -> str:
+        """The end set as the `asked_type` term reads it: the last relation and the first three
+        names ("release year: 1989, 1947"; a reverse step's ends are what has the relation:
+        "things written by it: Jaws")."""
+        names = ", ".join(dict.fromkeys(self.label(e) for e in chain.ends[:3]))
+        relation, direction = chain.steps[-1]
+        said = self.relation_label(relation)
+        return f"{said}: {names}" if direction == "out" else f"things {said} it: {names}"
+
+    def _overlap(self, chain: Chain) -> float:
+        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
+        used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems)
+        return used / len(steps)
 
     def _similarity(self, query: str, texts: list[str]) -> list[float]:
         if self.kind == "dense" and self.dense is not None:
@@ -196,10 +228,14 @@ class ScoreWeights:
     first_step: float
     hop_penalty: float
     hub_penalty: float
+    asked_type: float = 0.0
+    word_overlap: float = 0.0
+
+    KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap")
 
     @classmethod
     def of(cls, config: dict[str, Any]) -> ScoreWeights:
-        return cls(*(float(config[k]) for k in ("last_step", "first_step", "hop_penalty", "hub_penalty")))
+        return cls(*(float(config[k]) for k in cls.KEYS))
 
 
 class ChainsRun:
@@ -250,7 +286,8 @@ class ChainsRun:
         self.sub = sub
         self.record.extra["subgraph"] = sub.summary()
         query = _masked(self.question, [self.label(t) for t in topics])
-        scorer = _Scorer(str(cfg["scorer"]), query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg))
+        scorer = _Scorer(str(cfg["scorer"]), query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
+                         self.label)
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
             every = [c for chains in per_topic for c in chains]
@@ -448,6 +485,6 @@ CHAINS = MethodSpec(
                           "max_chunks_per_entity", "max_tokens"),
             non_negative_ints("topic_search", "windows", "question_passages", "seed"),
             one_of("choose", CHOOSERS), one_of("scorer", SCORERS), booleans("abstain"),
-            numbers("last_step", "first_step", "hop_penalty", "hub_penalty", low=0.0, high=2.0)),
+            numbers(*ScoreWeights.KEYS, low=0.0, high=2.0)),
     hash_when_set=("answer_routes",),
 )

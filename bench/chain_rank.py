@@ -1,0 +1,75 @@
+"""The `chains` method's LLM-free stage alone: how often the chain scorer ranks a chain that reaches
+the gold answer first, and among the routes shown, on a question sample, without any LLM call.
+
+Usage: python -m bench.chain_rank --index DIR --questions FILE [--sample 50 --seed 0]
+                                  [--set KEY=VALUE ...] [--show-misses N]
+
+Prints, of the questions whose gold answer any scored chain reaches: the share whose best chain
+(distinct end sets, best first) starts with a gold entity (rank 1), whose gold chain is among the
+`shown_chains` routes (what the choice call can pick), and the rank histogram. Used to tune and
+check the scorer on dev questions before spending LLM time (the README's chains section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.chain_rank", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", required=True, type=Path)
+    parser.add_argument("--questions", required=True, type=Path)
+    parser.add_argument("--format", default="auto")
+    parser.add_argument("--sample", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--show-misses", type=int, default=0, help="print this many questions whose gold chain is not first")
+    args = parser.parse_args(argv)
+
+    from engine.llm.scripted import ScriptedLLM
+    from engine.methods.chains import ChainsRun
+    from engine.methods.labels import display_text
+    from engine.methods.topics import linked_or_searched
+    from engine.questions.datasets import read_questions
+    from engine.runs.batch import method_configs, select_questions
+    from engine.runs.context import open_context
+
+    config = method_configs(["chains"], args.settings)["chains"]
+    questions = select_questions(read_questions(args.questions, args.format), sample=args.sample, seed=args.seed)
+    ctx = open_context(args.index, ScriptedLLM([]), cache=False)
+    ranks: Counter[str] = Counter()
+    first = shown_gold = 0
+    misses: list[str] = []
+    for question in questions:
+        run = ChainsRun(question, ctx, config)
+        topics = linked_or_searched(question, ctx, run.record, int(config["max_topic_entities"]),
+                                    int(config["topic_search"]), lambda e: display_text(ctx.kg, e))
+        shown = run.plan(topics)
+        rank = run.record.extra.get("gold_chain_rank")
+        ranks["none" if rank is None else "1" if rank == 1 else "2-5" if rank <= 5 else "6+"] += 1
+        first += rank == 1
+        routes = run.record.extra.get("chains_shown", [])
+        shown_gold += any(r["gold"] for r in routes)
+        if rank != 1 and len(misses) < args.show_misses:
+            lines = [f"{question.question}  (gold {question.answers[:2]}, rank {rank})"]
+            lines += [f"    {r['score']:.3f} {r['relations']}{'  <- gold' if r['gold'] else ''}" for r in routes]
+            misses.append("\n".join(lines))
+        del shown
+    n = len(questions)
+    print(f"{args.questions} ({n} questions, seed {args.seed}) {' '.join(args.settings)}")
+    print(f"  best chain reaches gold first: {first} ({100 * first / max(n, 1):.0f}%)")
+    print(f"  gold among the routes shown: {shown_gold} ({100 * shown_gold / max(n, 1):.0f}%)")
+    print("  rank of the best gold chain: " + ", ".join(f"{k} {ranks[k]}" for k in ("1", "2-5", "6+", "none") if ranks[k]))
+    for miss in misses:
+        print(miss)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

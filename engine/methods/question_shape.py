@@ -1,0 +1,65 @@
+"""What kind of answer a question asks for, read from its wording (English question grammar, no
+dataset's templates): the phrase a chain's end set is compared with by the `chains` scorer.
+
+    asked_for("the films written by X were directed by who")  # "person"
+    asked_for("what type of film is X")                       # "type of film"
+    asked_for("X 's wife 's father 's nationality is what")   # "nationality"
+    asked_for("the place of birth of X 's other half 's father")  # "place of birth"
+
+The topic entity is masked as "X" first (see `chains._masked`). Rules, in order: who/whom/whose
+asks for a person unless "who is the N" names N; when, a year or date; where, a place; how many /
+how much, a number; what/which, the noun phrase after it ("which directors", "what type of
+film"); otherwise the noun phrase the question opens with ("the place of birth of X ..."), else
+the one after its last possessive ("X's mother's nationality"). None when nothing is found.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TOKEN = re.compile(r"[a-z0-9]+|'s")
+_SKIPPED = frozenset({"is", "are", "was", "were", "the", "a", "an", "did", "does", "do", "has", "have",
+                      "had", "some", "be", "been"})
+_VERBS = frozenset({"did", "does", "do", "is", "are", "was", "were", "has", "have", "had"})
+_STOPS = frozenset({"x", "'s", "what", "which", "who"})
+_TRAILING = frozenset({"of", "for", "by", "in", "with", "to", "that"})
+
+
+def _noun_phrase(words: list[str], longest: int = 3) -> str:
+    """The first `longest` words after leading articles and auxiliaries, up to the entity, a
+    possessive, a verb or another question word, without a trailing preposition."""
+    out: list[str] = []
+    for word in words:
+        if not out and word in _SKIPPED:
+            continue
+        if word in _STOPS or (out and word in _VERBS):
+            break
+        out.append(word)
+        if len(out) >= longest:
+            break
+    while out and out[-1] in _TRAILING:
+        out.pop()
+    return " ".join(out)
+
+
+def asked_for(masked_question: str) -> str | None:
+    """The phrase naming what the question asks for (module docstring), or None."""
+    words = _TOKEN.findall(masked_question.lower())
+    for i, word in enumerate(words):
+        if word in ("who", "whom", "whose"):
+            named = _noun_phrase(words[i + 2:]) if i + 1 < len(words) and words[i + 1] in _VERBS else ""
+            return named or "person"
+        if word == "when":
+            return "year date"
+        if word == "where":
+            return "place location"
+        if word == "how" and i + 1 < len(words) and words[i + 1] in ("many", "much"):
+            return "number"
+        if word in ("what", "which") and (named := _noun_phrase(words[i + 1:])):
+            return named
+    if opening := _noun_phrase(words):
+        return opening
+    if "'s" in words:
+        last = len(words) - 1 - words[::-1].index("'s")
+        return _noun_phrase(words[last + 1:]) or None
+    return None

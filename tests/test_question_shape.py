@@ -1,0 +1,72 @@
+"""What a question asks for (`engine/methods/question_shape.py`) and the `chains` scorer terms
+that read it: the end set's kind (`asked_type`) and the question's own relation words
+(`word_overlap`), on hand-made graphs with the lexical scorer (no model)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from engine.access.graph import Subgraph
+from engine.methods.chain_plans import enumerate_chains
+from engine.methods.chains import ScoreWeights, _Scorer
+from engine.methods.question_shape import asked_for
+
+
+@pytest.mark.parametrize(("question", "asked"), [
+    ("the films written by X were directed by who", "person"),
+    ("who is the sex of father of X 's children ?", "sex of father"),
+    ("who did X marry", "person"),
+    ("when did the movies acted by X release", "year date"),
+    ("where was X born", "place location"),
+    ("how many films did X direct", "number"),
+    ("what type of film is X", "type of film"),
+    ("which directors co-directed movies with X", "directors co directed"),
+    ("X 's wife 's father 's nationality is what", "nationality"),
+    ("the place of birth of X 's other half 's father ?", "place of birth"),
+    ("X", None),
+])
+def test_the_phrase_a_question_asks_for(question: str, asked: str | None) -> None:
+    assert asked_for(question) == asked
+
+
+def _sub(edges: list[tuple[str, str, str]], topic: str) -> Subgraph:
+    graph = nx.MultiDiGraph()
+    for s, p, o in edges:
+        graph.add_edge(s, o, key=p)
+    return Subgraph(graph, [topic], 3)
+
+
+# An actor's two films, their co-star and their release years.
+ACTED = [("Jaws", "starred actors", "Ann"), ("Jaws", "starred actors", "Roy"),
+         ("Sting", "starred actors", "Ann"), ("Jaws", "release year", "1975"),
+         ("Sting", "release year", "1973")]
+
+
+def _best(question: str, weights: ScoreWeights) -> list[str]:
+    sub = _sub(ACTED, "Ann")
+    scorer = _Scorer("lexical", question, lambda r: r, None, weights, lambda e: e)
+    chains = enumerate_chains(sub, "Ann", 2, scorer=scorer)
+    return [f"{r}:{d}" for r, d in chains[0].steps]
+
+
+PLAIN = ScoreWeights(0.0, 0.0, 0.0, 0.0)
+
+
+def test_the_asked_kind_picks_the_chain_that_ends_at_years() -> None:
+    question = "when were the films starred by X released"
+    with_kind = ScoreWeights(0.0, 0.0, 0.0, 0.0, asked_type=1.0)
+    # "year date" against "release year: 1975, 1973" beats the films the first step reaches
+    assert _best(question, with_kind) == ["starred actors:in", "release year:out"]
+    assert _best(question, PLAIN) != ["starred actors:in", "release year:out"]  # the term decides
+
+
+def test_word_overlap_counts_the_steps_the_question_names() -> None:
+    sub = _sub(ACTED, "Ann")
+    scorer = _Scorer("lexical", "the films starred by X", lambda r: r, None,
+                     ScoreWeights(0.0, 0.0, 0.0, 0.0, word_overlap=1.0), lambda e: e)
+    chains = {">".join(f"{r}:{d}" for r, d in c.steps): c
+              for c in enumerate_chains(sub, "Ann", 2, scorer=scorer)}
+    overlap = {k: scorer._overlap(c) for k, c in chains.items()}
+    assert overlap["starred actors:in"] == 1.0
+    assert overlap["starred actors:in>release year:out"] == 0.5
