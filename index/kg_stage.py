@@ -150,6 +150,7 @@ class _Load:
     A parsed batch is taken at once. An unparsed one (plain N-Triples) is counted only once the
     store has parsed it; one that the store rejects is taken again parsed line by line, so its
     bad lines become rejects naming their lines (what the store loaded of it is loaded again).
+    A parsed batch waits for the unparsed ones before it, so rejects are logged in file order.
     """
 
     def __init__(self, writer: _StoreWriter, options: KgOptions, rejects: RejectLog) -> None:
@@ -159,19 +160,26 @@ class _Load:
         self.degree_sum = DegreeSum()
         self.dropped = 0
         self.external_ids: set[str] = set()
+        self._in_flight = 0  # unparsed batches not settled yet
 
     def add(self, batch: KgBatch, tally: _SourceTally) -> None:
         if batch.reparse is not None:
             self.writer.load_unparsed(batch, _meta_quads(batch))
+            self._in_flight += 1
         else:
+            if self._in_flight:
+                self.finish_source(tally)
             self._take(batch, tally)
-        for done, loaded in self.writer.finished():
-            self._settle(done, loaded, tally)
+        self._settle_finished(tally)
 
     def finish_source(self, tally: _SourceTally) -> None:
         """Wait for the store to load every batch of the source, so that its counts are whole."""
         self.writer.drain()
+        self._settle_finished(tally)
+
+    def _settle_finished(self, tally: _SourceTally) -> None:
         for done, loaded in self.writer.finished():
+            self._in_flight -= 1
             self._settle(done, loaded, tally)
 
     def degrees(self, lost: Counter[str]) -> pa.Table:
@@ -189,6 +197,7 @@ class _Load:
         self.degree_sum.add(batch.degrees)
         tally.facts_seen += batch.unparsed_facts
         tally.add(batch, batch.unparsed_facts)
+        self.external_ids |= batch.external_id_properties
 
     def _take(self, batch: KgBatch, tally: _SourceTally) -> None:
         writer, options = self.writer, self.options

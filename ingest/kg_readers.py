@@ -18,8 +18,9 @@ from ingest.sources import STREAM_ERRORS, check_text, open_input
 from ingest.tsv import HEADER_CHOICES, read_metaqa, read_tsv, tsv_delimiter
 from ingest.wikidata_json import read_wikidata_json
 
-# Who parses plain N-Triples facts: the store ("store", the default: ingest/nt_scan.py reads what
-# the tables need from the bytes) or Python ("python": every line parsed into objects first).
+# Who parses plain N-Triples facts (ntriples, and the wikidata and freebase N-Triples dumps): the
+# store ("store", the default: ingest/nt_scan.py and ingest/profile_scan.py read what the tables
+# need from the bytes) or Python ("python": every line parsed into objects and routed first).
 PARSER_ENV = "LOCALKG_KG_PARSER"
 KG_FORMATS = ("auto", "ntriples", "nquads", "turtle", "freebase", "wikidata", "wikidata-json", "tsv", "metaqa")
 
@@ -104,27 +105,27 @@ def read_kg(path: Path, fmt: str, options: KgOptions) -> Iterator[KgBatch]:
         return read_tsv(path, options.tsv_header, options.tsv_delimiter)
     if fmt == "wikidata-json":
         return read_wikidata_json(path, options.languages, options.keep_external_ids)  # order = label priority
+    # --kg-keep samples parsed facts, so it needs them in Python.
+    unparsed = options.keep_fraction >= 1.0 and fmt in ("ntriples", "freebase", "wikidata") and store_parses()
     if fmt == "ntriples":
-        # --kg-keep samples parsed facts, so it needs them in Python.
-        unparsed = options.keep_fraction >= 1.0 and store_parses()
         return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, GenericProfile(languages), unparsed=unparsed)
     if fmt == "nquads":
         return read_line_rdf(path, ox.RdfFormat.N_QUADS, GenericProfile(languages))
     if fmt == "freebase":
         profile = FreebaseProfile(languages, options.freebase_drop)
-        return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, profile, mend=mend_freebase_line)
+        return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, profile, mend=mend_freebase_line, unparsed=unparsed)
     if fmt == "turtle":
         return read_turtle(path, GenericProfile(languages))
     if fmt == "wikidata":
         wikidata = WikidataProfile(languages, options.keep_external_ids)
         if _base_suffix(path) in ("nt", "nq"):
-            return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, wikidata)
+            return read_line_rdf(path, ox.RdfFormat.N_TRIPLES, wikidata, unparsed=unparsed)
         return read_turtle(path, wikidata)
     raise InputError(f"{path}: unknown KG format {fmt!r}; choose one of {', '.join(KG_FORMATS)}")
 
 
 def store_parses() -> bool:
-    """Whether plain N-Triples facts are left for the store to parse (`$LOCALKG_KG_PARSER`)."""
+    """Whether N-Triples lines are left for the store to parse (`$LOCALKG_KG_PARSER`)."""
     parser = os.environ.get(PARSER_ENV, "store")
     if parser not in ("store", "python"):
         raise InputError(f"${PARSER_ENV}: must be 'store' or 'python' (got {parser!r})")

@@ -4,9 +4,11 @@ Line-based input is parsed in batches by pyoxigraph (fast path); a batch that fa
 line by line, so one bad line costs one reject, never the batch. A line that fails can first be
 offered to a `mend` function (the Freebase dump's known literal quirks) before it is rejected.
 
-Plain N-Triples can be left unparsed here (`unparsed=True`): ingest/nt_scan.py reads degrees and
-metadata lines from the bytes, the store's `bulk_load` parses the facts, and a batch that it
-rejects is parsed by `KgBatch.reparse`, line by line as above.
+N-Triples can be left unparsed here (`unparsed=True`): under the generic profile,
+ingest/nt_scan.py reads degrees and metadata lines from the bytes; under the Wikidata and
+Freebase profiles, ingest/profile_scan.py routes the lines with Arrow kernels as the profile
+would. The store's `bulk_load` parses what is kept, and a batch that it rejects is parsed by
+`KgBatch.reparse`, line by line as above.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import pyoxigraph as ox
 from ingest.errors import InputError
 from ingest.kg_batch import KgBatch
 from ingest.kg_profiles import META_PREDICATE_IRIS, GenericProfile, Profile
-from ingest.nt_scan import MetadataRouting, scan_ntriples
+from ingest.nt_scan import MetadataRouting, drop_other_languages, scan_ntriples
+from ingest.profile_scan import ProfileScan, profile_scan
 from ingest.rejects import Reject
 from ingest.sources import STREAM_ERRORS, open_input
 from ingest.terms import META_GRAPH
@@ -49,14 +52,18 @@ def read_line_rdf(
 ) -> Iterator[KgBatch]:
     """Read an N-Triples / N-Quads file (plain, .gz, .bz2) as batches routed by `profile`.
 
-    With `unparsed`, plain N-Triples batches under the generic profile come unparsed (see the
-    module docstring); any other batch comes parsed.
+    With `unparsed`, N-Triples batches in the plain form that the scans read come unparsed (see
+    the module docstring); any other batch comes parsed.
     """
     name = str(path)
-    scan = unparsed and fmt == ox.RdfFormat.N_TRIPLES and mend is None and isinstance(profile, GenericProfile)
-    size = batch_bytes or (UNPARSED_BATCH_BYTES if scan else BATCH_BYTES)
+    lines = unparsed and fmt == ox.RdfFormat.N_TRIPLES
+    scan = lines and mend is None and isinstance(profile, GenericProfile)
+    routed = profile_scan(profile) if lines else None
+    size = batch_bytes or (UNPARSED_BATCH_BYTES if scan or routed else BATCH_BYTES)
     for first_line, data, bytes_read in iter_chunks(path, size):
         batch = _unparsed_batch(data, first_line, name, profile) if scan else None
+        if routed is not None:
+            batch = _routed_batch(routed, data, first_line, name, mend)
         if batch is None:
             batch = parse_batch(data, first_line, name, fmt, profile, mend)
         batch.lines = data.count(b"\n") + (not data.endswith(b"\n"))
@@ -128,18 +135,34 @@ def _unparsed_batch(data: bytes, first_line: int, name: str, profile: Profile) -
     """The batch left for the store to parse, with its metadata lines routed here; None when the
     scan declines it or a metadata line does not parse (the caller then parses it whole)."""
     assert isinstance(profile, GenericProfile)
-    scan = scan_ntriples(data, MetadataRouting(META_PREDICATE_IRIS, profile.languages, META_GRAPH))
+    routing = MetadataRouting(META_PREDICATE_IRIS, profile.languages, META_GRAPH)
+    scan = scan_ntriples(data, routing)
     if scan is None:
         return None
-    batch = KgBatch(raw=scan.facts, unparsed_facts=scan.fact_count, degrees=scan.degrees,
+    facts = scan.facts if scan.facts.endswith(b"\n") or not scan.meta_nquads else scan.facts + b"\n"  # the last line
+    batch = KgBatch(raw=facts, unparsed_facts=scan.fact_count, degrees=scan.degrees,
                     unparsed_meta=scan.meta_nquads, unparsed_meta_count=scan.meta_kept)
-    if scan.meta_lines:
+    meta_lines, dropped = drop_other_languages(scan.meta_lines, routing)
+    if dropped:
+        batch.filtered["other-language metadata"] += dropped
+    if meta_lines:
         try:
-            profile.route(ox.parse(scan.meta_lines, ox.RdfFormat.N_TRIPLES), batch)
+            profile.route(ox.parse(meta_lines, ox.RdfFormat.N_TRIPLES), batch)
         except (SyntaxError, ValueError):
             return None
         batch.not_facts = []  # the metadata lines are not in `raw`: nothing to remove
     batch.reparse = partial(parse_batch, data, first_line, name, ox.RdfFormat.N_TRIPLES, profile, None)
+    return batch
+
+
+def _routed_batch(routed: ProfileScan, data: bytes, first_line: int, name: str, mend: Mend | None) -> KgBatch | None:
+    """The batch that a profile scan routed, left for the store to parse; None when the scan
+    declines it (the caller then parses it whole)."""
+    scanned = routed.scan(data)
+    if scanned is None:
+        return None
+    batch, profile = scanned
+    batch.reparse = partial(parse_batch, data, first_line, name, ox.RdfFormat.N_TRIPLES, profile, mend)
     return batch
 
 
