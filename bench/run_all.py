@@ -1,6 +1,11 @@
 """`make bench`: run every benchmark module, write bench/results/<name>.json and SUMMARY.md.
 
-Usage: python -m bench.run_all [kg] [docs] [llm] [graph] [modelcheck] [methods] [shards] [wikiscale] [embed] [report] [embedserver]   (no argument: all of them)
+Usage: python -m bench.run_all [kg] [docs] [llm] [graph] [modelcheck] [methods] [shards] [wikiscale] [embed] [report] [embedserver] [llm-profile] [side-by-side]   (no argument: all of them)
+
+`llm-profile` (bench/bench_llm_profile.py: where a question's seconds go, and the decoding loop
+checked against llama-cpp-python's) and `side-by-side` (bench/bench_side_by_side.py: the thread
+policy, two batches at once) take their sizes from $LOCALKG_BENCH_PROFILE_QUESTIONS and
+$LOCALKG_BENCH_SIDE_QUESTIONS; run alone, each takes `--questions N`.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ BENCHES = {"kg": "bench.bench_kg", "docs": "bench.bench_docs", "llm": "bench.ben
            "graph": "bench.bench_graph", "modelcheck": "bench.bench_model_check",
            "methods": "bench.bench_methods", "shards": "bench.bench_shards",
            "wikiscale": "bench.bench_wiki_scale", "embed": "bench.bench_embed",
-           "report": "bench.bench_report", "embedserver": "bench.bench_embeddings_server_load"}
+           "report": "bench.bench_report", "embedserver": "bench.bench_embeddings_server_load",
+           "llm-profile": "bench.bench_llm_profile", "side-by-side": "bench.bench_side_by_side"}
 
 
 def main(argv: list[str]) -> int:

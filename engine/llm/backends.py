@@ -20,8 +20,14 @@ Public API (all a method needs):
   servers that support it); schemas should bound arrays (`maxItems`) and list the real
   candidates as `enum`s, so that a small model cannot invent names or loop (`enum_array`).
 - Temperature 0 is deterministic on the llama.cpp backend, also with other calls in between
-  (and so is a fixed seed at temperature > 0). llama.cpp uses every CPU of the process unless
-  `$LOCALKG_LLM_THREADS` says otherwise (fewer is faster on a machine busy with other work).
+  (and so is a fixed seed at temperature > 0). Threads: `$LOCALKG_LLM_THREADS` when set, else
+  the CPUs divided among the models computing at once (`batch --workers N`), less the CPUs
+  other processes keep busy, measured when the model opens and again between calls
+  (engine/llm/threads.py: more threads than free cores make llama.cpp's threads wait for each
+  other, many times slower than one thread).
+- Cost: each CallRecord of `llm.recording()` carries `timings` (engine/llm/timings.py): the
+  model's prompt evaluation and generation, and what surrounds them (sampling under the
+  grammar, grammar building, chat template, tokenization, prefix KV states).
 - Prompt layout: put the fixed part (instructions, examples) in the leading messages (usually
   one system message) and the per-question part in the last message. Everything before the
   last message is a reusable prefix: its KV state is saved once and loaded for later calls
@@ -44,7 +50,6 @@ import contextlib
 import http.client
 import json
 import math
-import os
 import threading
 import time
 import urllib.parse
@@ -58,6 +63,17 @@ import jsonschema
 
 from engine.llm.cache import CachedReply, ResponseCache, cache_key
 from engine.llm.grammar_bounds import fit_schema
+from engine.llm.threads import (
+    PROBE_S,
+    RECHECK_S,
+    LoadMonitor,
+    choose_threads,
+    model_users,
+    thread_override,
+    usable_cpus,
+)
+from engine.llm.threads import default_threads as policy_threads
+from engine.llm.timings import CallTimings
 from ingest.errors import ModelError
 
 Message = dict[str, str]
@@ -83,9 +99,11 @@ class Usage:
     # What producing the reply took the model: `seconds` for a fresh call, the original call's
     # seconds for a cache hit. Costs compare across runs with this, however much was replayed.
     compute_seconds: float = 0.0
+    # where the seconds went (llama.cpp backend, fresh calls); not part of `to_dict`
+    timings: CallTimings | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "timings"}
 
 
 @dataclass
@@ -104,9 +122,10 @@ class CallRecord:
     # run's calls file, not in `to_dict` (the cost line a record keeps per call).
     messages: list[Message] = field(default_factory=list, repr=False)
     reply: str = field(default="", repr=False)
+    timings: CallTimings | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k not in ("messages", "reply")}
+        return {k: v for k, v in asdict(self).items() if k not in ("messages", "reply", "timings")}
 
     def transcript(self) -> dict[str, Any]:
         """The call as a person reads it: stage, the messages sent and the raw reply."""
@@ -200,28 +219,35 @@ class Generation:
     cached_tokens: int
     completion_tokens: int
     truncated: bool = False  # stopped by max_tokens
+    timings: CallTimings | None = None
 
 
 class CallFailed(Exception):
     """A problem with one call (e.g. a prompt longer than the context): recorded, not raised."""
 
 
-_validators: dict[str, jsonschema.protocols.Validator] = {}
+# Schemas with per-question candidate enums are new for every call: the caches are bounded.
+_validators: OrderedDict[str, jsonschema.protocols.Validator] = OrderedDict()
 _validators_lock = threading.Lock()
+MAX_CACHED_SCHEMAS = 256
 
 
 def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     """A cached validator; ValueError for a schema that is itself invalid (a programming error)."""
     key = json.dumps(schema, sort_keys=True)
     with _validators_lock:
-        if key not in _validators:
-            cls = jsonschema.validators.validator_for(schema)
-            try:
-                cls.check_schema(schema)
-            except jsonschema.SchemaError as exc:
-                raise ValueError(f"invalid JSON schema: {exc.message}") from None
-            _validators[key] = cls(schema)
-        return _validators[key]
+        if key in _validators:
+            _validators.move_to_end(key)
+            return _validators[key]
+        cls = jsonschema.validators.validator_for(schema)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"invalid JSON schema: {exc.message}") from None
+        _validators[key] = validator = cls(schema)
+        while len(_validators) > MAX_CACHED_SCHEMAS:
+            _validators.popitem(last=False)
+        return validator
 
 
 def parse_reply(text: str, schema: dict[str, Any]) -> tuple[Any | None, str | None]:
@@ -320,7 +346,7 @@ class BaseLLM:
         u = result.usage
         record = CallRecord(stage, u.prompt_tokens, u.cached_tokens, u.completion_tokens,
                             round(u.seconds, 6), u.cache_hit, result.error, round(u.compute_seconds, 6),
-                            messages=list(messages), reply=result.text)
+                            messages=list(messages), reply=result.text, timings=u.timings)
         for log in self._logs():
             log.append(record)
         return result
@@ -340,6 +366,10 @@ class BaseLLM:
             usage.prompt_tokens += gen.prompt_tokens
             usage.cached_tokens += gen.cached_tokens
             usage.completion_tokens += gen.completion_tokens
+            if gen.timings is not None:
+                if usage.timings is None:
+                    usage.timings = CallTimings()
+                usage.timings.add(gen.timings)
             text = gen.text
             if schema is None:
                 return ChatResult(text, None, usage)
@@ -443,16 +473,32 @@ class _Prompt:
     prefix: list[int] = field(default_factory=list)
 
 
-def default_threads() -> int:
-    """`$LOCALKG_LLM_THREADS`, else the CPUs this process may use.
+@dataclass
+class _Grammar:
+    """A schema's grammar, built once: the GBNF (for llama-cpp-python's own sampling, the
+    reference path) and a parsed llama.cpp grammar sampler, never sampled with itself, that
+    every call clones instead of parsing the GBNF again."""
 
-    llama.cpp's threads wait for each other at every step, so on a machine shared with other
-    busy processes fewer threads than CPUs can be much faster.
-    """
-    override = os.environ.get("LOCALKG_LLM_THREADS", "")
-    if override.isdigit() and int(override) > 0:
-        return int(override)
-    return len(os.sched_getaffinity(0)) or os.cpu_count() or 1
+    gbnf: Any  # llama_cpp.LlamaGrammar
+    pristine: Any  # llama_sampler_p
+
+    def clone(self) -> Any:
+        import llama_cpp
+
+        return llama_cpp.llama_sampler_clone(self.pristine)
+
+    def free(self) -> None:
+        import llama_cpp
+
+        if self.pristine:
+            llama_cpp.llama_sampler_free(self.pristine)
+            self.pristine = None
+
+
+def default_threads() -> int:
+    """`$LOCALKG_LLM_THREADS`, else engine/llm/threads.py's policy on this machine now: the
+    CPUs divided among the models computing at once, less the CPUs other processes keep busy."""
+    return policy_threads()
 
 
 class LlamaCppLLM(BaseLLM):
@@ -463,27 +509,43 @@ class LlamaCppLLM(BaseLLM):
     the same path: evaluate the prefix (all messages but the last) from an empty context, or
     load the saved state of exactly that prefix, then evaluate the rest. A prompt without a
     usable prefix starts from a reset context.
+
+    Decoding: this class runs the token loop itself (`_complete`) and samples under a grammar
+    with engine/llm/sampling.py, which checks a few candidate tokens instead of the whole
+    vocabulary and picks the token llama-cpp-python's `create_completion` would pick with the
+    same settings. `fast_sampling=False` calls `create_completion` itself: the reference that
+    tests and `bench/bench_llm_profile.py --reference` compare against.
+
+    Threads: `n_threads`, else `$LOCALKG_LLM_THREADS`, else engine/llm/threads.py's policy,
+    decided when the model loads and looked at again between calls.
     """
 
     MIN_PREFIX_TOKENS = 16
+    MAX_GRAMMARS = 64  # parsed grammars kept (schemas with per-question enums rarely repeat)
+    MAX_HEADS = 32  # rendered and tokenized prompt prefixes kept
 
     def __init__(self, model_path: Path, *, sha256: str, name: str | None = None,
                  n_ctx: int = 4096, n_threads: int | None = None, seed: int = 0,
-                 prefix_states: int = 8, cache: ResponseCache | None = None) -> None:
+                 prefix_states: int = 8, cache: ResponseCache | None = None,
+                 fast_sampling: bool = True) -> None:
         super().__init__(cache=cache)
         import llama_cpp
 
         self.model_path = Path(model_path)
         self.name = name or self.model_path.name
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or default_threads()
+        self._fixed_threads = n_threads or thread_override()
+        self.n_threads = self._fixed_threads or 0  # 0: decided by the policy when the model loads
+        self._monitor: LoadMonitor | None = None
         self.seed = seed
+        self.fast_sampling = fast_sampling
         self.fingerprint = f"llama.cpp-{llama_cpp.__version__}:{sha256}"
         self._lock = threading.RLock()
         self._model: Any = None  # loaded on first use: a cache replay never pays for it
         self._states: OrderedDict[tuple[int, ...], _PrefixState] = OrderedDict()
         self._max_states = prefix_states
-        self._grammars: dict[str, Any] = {}
+        self._grammars: OrderedDict[str, _Grammar] = OrderedDict()
+        self._heads: OrderedDict[tuple[tuple[str, str], ...], tuple[str, list[int]]] = OrderedDict()
         self._template: Any = None
 
     @property
@@ -496,6 +558,10 @@ class LlamaCppLLM(BaseLLM):
             if self._model is None:
                 import llama_cpp
 
+                if self._fixed_threads is None:
+                    self._monitor = LoadMonitor()
+                    self.n_threads = choose_threads(
+                        usable_cpus(), self._monitor.others_busy(wait_s=PROBE_S), model_users())
                 try:
                     self._model = llama_cpp.Llama(
                         model_path=str(self.model_path), n_ctx=self.n_ctx,
@@ -505,6 +571,25 @@ class LlamaCppLLM(BaseLLM):
                     raise ModelError(f"llama.cpp could not load {self.model_path}: {exc}") from None
                 self._template = self._load_template()
             return self._model
+
+    def _adapt_threads(self) -> None:
+        """Follow the policy when the machine's load changed (only where /proc/stat tells it)."""
+        monitor = self._monitor
+        if monitor is None or not monitor.exact or monitor.seconds_since_look() < RECHECK_S:
+            return
+        wanted = choose_threads(usable_cpus(), monitor.others_busy(), model_users())
+        if wanted != self.n_threads:
+            import llama_cpp
+
+            llama_cpp.llama_set_n_threads(self._llm.ctx, wanted, wanted)
+            self.n_threads = wanted
+
+    def close(self) -> None:
+        with self._lock:
+            for grammar in self._grammars.values():
+                grammar.free()
+            self._grammars.clear()
+        super().close()
 
     # -- prompt -----------------------------------------------------------------------------
     def _load_template(self) -> Any:
@@ -537,15 +622,38 @@ class LlamaCppLLM(BaseLLM):
         add_bos = not (self._bos and text.startswith(self._bos))
         return list(self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True))
 
-    def _prompt(self, messages: list[Message]) -> _Prompt:
+    def _head(self, messages: list[Message], timings: CallTimings) -> tuple[str, list[int]]:
+        """The fixed prefix (all messages but the last) as text and tokens, kept for reuse."""
+        key = tuple((m["role"], m["content"]) for m in messages[:-1])
+        with self._lock:
+            if key in self._heads:
+                self._heads.move_to_end(key)
+                return self._heads[key]
+        start = time.perf_counter()
+        head = self.render(messages[:-1], add_generation_prompt=False)
+        middle = time.perf_counter()
+        tokens = self._tokenize(head) if head else []
+        timings.prompt_build += middle - start
+        timings.tokenize += time.perf_counter() - middle
+        with self._lock:
+            self._heads[key] = (head, tokens)
+            while len(self._heads) > self.MAX_HEADS:
+                self._heads.popitem(last=False)
+        return head, tokens
+
+    def _prompt(self, messages: list[Message], timings: CallTimings | None = None) -> _Prompt:
+        timings = timings if timings is not None else CallTimings()
+        start = time.perf_counter()
         text = self.render(messages)
+        middle = time.perf_counter()
         tokens = self._tokenize(text)
+        timings.prompt_build += middle - start
+        timings.tokenize += time.perf_counter() - middle
         if len(messages) < 2:
             return _Prompt(tokens)
-        head = self.render(messages[:-1], add_generation_prompt=False)
+        head, prefix = self._head(messages, timings)
         if not head or not text.startswith(head):
             return _Prompt(tokens)
-        prefix = self._tokenize(head)
         ok = len(prefix) >= self.MIN_PREFIX_TOKENS and tokens[: len(prefix)] == prefix
         return _Prompt(tokens, prefix if ok and len(prefix) < len(tokens) else [])
 
@@ -573,64 +681,167 @@ class LlamaCppLLM(BaseLLM):
         self._llm.n_tokens = state.n_tokens
         self._llm._requires_eval = True
 
-    def _start_from_prefix(self, prefix: list[int]) -> int:
+    def _start_from_prefix(self, prefix: list[int], timings: CallTimings | None = None) -> int:
         """Put the context at the end of `prefix`; returns how many tokens were reused."""
+        timings = timings if timings is not None else CallTimings()
+        start = time.perf_counter()
         self._llm.reset()
-        if not prefix:
-            return 0
         key = tuple(prefix)
-        state = self._states.get(key)
-        if state is not None:
-            self._states.move_to_end(key)
-            self._load_state(prefix, state)
-            return state.n_tokens
+        state = self._states.get(key) if prefix else None
+        if not prefix or state is not None:
+            if state is not None:
+                self._states.move_to_end(key)
+                self._load_state(prefix, state)
+            timings.kv_state += time.perf_counter() - start
+            return state.n_tokens if state is not None else 0
+        timings.kv_state += time.perf_counter() - start
+        start = time.perf_counter()
         self._llm.eval(prefix)
+        middle = time.perf_counter()
         self._states[key] = self._save_state()
         while len(self._states) > self._max_states:
             self._states.popitem(last=False)
+        timings.prompt_eval += middle - start
+        timings.prompt_eval_tokens += len(prefix)
+        timings.kv_state += time.perf_counter() - middle
         return 0
 
-    def _grammar(self, schema: dict[str, Any]) -> Any:
+    def _grammar(self, schema: dict[str, Any], timings: CallTimings | None = None) -> _Grammar:
+        """The schema's grammar, built once per schema text (and checked: llama.cpp answers NULL
+        for a grammar it cannot parse)."""
         from llama_cpp import LlamaGrammar
 
         key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
+        with self._lock:
+            if key in self._grammars:
+                self._grammars.move_to_end(key)
+                return self._grammars[key]
+            start = time.perf_counter()
             import llama_cpp
 
             try:
                 gbnf = _gbnf_for_schema(schema)
             except (AssertionError, ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"schema cannot be turned into a grammar: {exc}") from None
-            # llama.cpp answers NULL for a grammar it cannot parse; check before sampling with it
-            probe = llama_cpp.llama_sampler_init_grammar(
+            pristine = llama_cpp.llama_sampler_init_grammar(
                 self._llm._model.vocab, gbnf.encode("utf-8"), b"root")
-            if not probe:
+            if not pristine:
                 raise ValueError(f"llama.cpp rejected the grammar of schema {key[:200]}")
-            llama_cpp.llama_sampler_free(probe)
-            self._grammars[key] = LlamaGrammar.from_string(gbnf, verbose=False)
-        return self._grammars[key]
+            grammar = self._grammars[key] = _Grammar(LlamaGrammar.from_string(gbnf, verbose=False), pristine)
+            while len(self._grammars) > self.MAX_GRAMMARS:
+                self._grammars.popitem(last=False)[1].free()
+            if timings is not None:
+                timings.grammar_build += time.perf_counter() - start
+            return grammar
 
+    # -- decoding ----------------------------------------------------------------------------
     def _generate(self, messages: list[Message], *, schema: dict[str, Any] | None,
                   temperature: float, max_tokens: int, seed: int, stage: str) -> Generation:
-        prompt = self._prompt(messages)
+        self._ensure_loaded()  # a first call's model load is not part of its timings
+        timings = CallTimings()
+        prompt = self._prompt(messages, timings)
         if len(prompt.tokens) + 1 >= self.n_ctx:
             raise CallFailed(f"prompt has {len(prompt.tokens)} tokens, more than the context "
                              f"window of {self.n_ctx} allows (raise n_ctx or shorten it)")
-        grammar = self._grammar(schema) if schema is not None else None
         with self._lock:
-            reused = self._start_from_prefix(prompt.prefix)
-            out = self._llm.create_completion(
-                prompt=prompt.tokens, max_tokens=max_tokens, temperature=temperature,
-                top_p=0.95, top_k=40, min_p=0.05, repeat_penalty=1.0, seed=seed,
-                grammar=grammar)
+            grammar = self._grammar(schema, timings) if schema is not None else None
+            self._adapt_threads()
+            timings.threads = self.n_threads
+            reused = self._start_from_prefix(prompt.prefix, timings)
+            complete = self._complete if self.fast_sampling else self._complete_reference
+            text, completion_tokens, truncated = complete(
+                prompt.tokens, grammar, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                timings=timings)
+        return Generation(text=text, prompt_tokens=len(prompt.tokens), cached_tokens=reused,
+                          completion_tokens=completion_tokens, truncated=truncated, timings=timings)
+
+    def _complete(self, tokens: list[int], grammar: _Grammar | None, *, temperature: float,
+                  max_tokens: int, seed: int, timings: CallTimings) -> tuple[str, int, bool]:
+        """(text, completion tokens, cut off at max_tokens): the rest of the prompt evaluated
+        from where `_start_from_prefix` left the context, then tokens until an end-of-generation
+        token or `max_tokens`, as llama-cpp-python's `create_completion` would produce them."""
+        import llama_cpp
+
+        from engine.llm.sampling import GrammarSampler
+
+        llm = self._llm
+        n_ctx = llm.n_ctx()
+        if max_tokens <= 0 or max_tokens + len(tokens) >= n_ctx:
+            max_tokens = n_ctx - len(tokens)
+        llm.set_seed(seed)
+        start = time.perf_counter()
+        rest = tokens[llm.n_tokens:]
+        llm.eval(rest)
+        timings.prompt_eval += time.perf_counter() - start
+        timings.prompt_eval_tokens += len(rest)
+        sampler = GrammarSampler(llm, grammar.clone() if grammar is not None else None,
+                                 temperature=temperature)
+        vocab = llm._model.vocab
+        completion: list[int] = []
+        text = b""
+        multibyte_fix = 0
+        truncated = True
+        try:
+            while True:
+                start = time.perf_counter()
+                token = sampler.sample()
+                middle = time.perf_counter()
+                timings.sampling += middle - start
+                timings.sampled_tokens += 1
+                if llama_cpp.llama_vocab_is_eog(vocab, token):
+                    truncated = False
+                    break
+                completion.append(token)
+                text += llm.detokenize([token])
+                timings.detokenize += time.perf_counter() - middle
+                # create_completion holds back a token that ends inside a UTF-8 character (and
+                # then does not count it against max_tokens): the same test, as it is written
+                for k, char in enumerate(text[-3:]):
+                    k = 3 - k
+                    for num, pattern in [(2, 192), (3, 224), (4, 240)]:
+                        if num > k and pattern & char == pattern:
+                            multibyte_fix = num - k
+                if multibyte_fix > 0:
+                    multibyte_fix -= 1
+                elif len(completion) >= max_tokens:
+                    break
+                start = time.perf_counter()
+                llm.eval([token])
+                timings.generation += time.perf_counter() - start
+                timings.generated_tokens += 1
+        finally:
+            timings.full_grammar_scans += sampler.full_scans
+            sampler.close()
+        start = time.perf_counter()
+        reply = llm.detokenize(completion).decode("utf-8", errors="ignore")
+        timings.detokenize += time.perf_counter() - start
+        return reply, len(completion), truncated
+
+    def _complete_reference(self, tokens: list[int], grammar: _Grammar | None, *, temperature: float,
+                            max_tokens: int, seed: int, timings: CallTimings) -> tuple[str, int, bool]:
+        """`_complete` by llama-cpp-python's `create_completion` (its prefix matching reuses
+        the state `_start_from_prefix` left); llama.cpp's own counters split its time."""
+        import llama_cpp
+
+        ctx = self._llm.ctx
+        llama_cpp.llama_perf_context_reset(ctx)
+        start = time.perf_counter()
+        out = self._llm.create_completion(
+            prompt=tokens, max_tokens=max_tokens, temperature=temperature,
+            top_p=0.95, top_k=40, min_p=0.05, repeat_penalty=1.0, seed=seed,
+            grammar=grammar.gbnf if grammar is not None else None)
+        wall = time.perf_counter() - start
+        perf = llama_cpp.llama_perf_context(ctx)
+        timings.prompt_eval += perf.t_p_eval_ms / 1000
+        timings.prompt_eval_tokens += perf.n_p_eval
+        timings.generation += perf.t_eval_ms / 1000
+        timings.generated_tokens += perf.n_eval
+        # the rest is llama-cpp-python's token loop: sampling under the grammar, mostly
+        timings.sampling += max(0.0, wall - (perf.t_p_eval_ms + perf.t_eval_ms) / 1000)
         choice = out["choices"][0]
-        return Generation(
-            text=choice["text"],
-            prompt_tokens=len(prompt.tokens),
-            cached_tokens=reused,
-            completion_tokens=int(out["usage"]["completion_tokens"]),
-            truncated=choice.get("finish_reason") == "length",
-        )
+        completion = int(out["usage"]["completion_tokens"])
+        timings.sampled_tokens += completion + (choice.get("finish_reason") == "stop")
+        return choice["text"], completion, choice.get("finish_reason") == "length"
 
 
 # ------------------------------------------------------------------------------------------

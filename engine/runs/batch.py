@@ -23,8 +23,9 @@ When the questions, index, model or a method's config differ from the folder's r
   `previous-<UTC time>/` in the run folder (nothing is deleted) and says what changed.
 A new method may join an existing run.
 
-`workers > 1` starts that many spawned processes, each opening its own context (index + model);
-the parent is the only writer and hands out one question at a time, so it knows what each
+`workers > 1` starts that many spawned processes, each opening its own context (index + model;
+its llama.cpp threads are the CPUs divided among the workers, engine/llm/threads.py); the
+parent is the only writer and hands out one question at a time, so it knows what each
 worker holds. A worker that dies (kill -9, a crash in native code) is replaced and its question
 is answered again; a question that kills two workers gets an error record (`--retry-errors`
 tries it again). Workers exit when the parent dies.
@@ -62,6 +63,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engine.llm.threads import WORKERS_ENV, model_users
 from engine.methods import registry
 from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import AnswerRecord, Question
@@ -547,10 +549,13 @@ def _die_with_parent() -> None:
 
 
 def _worker(plugins: list[str], index: str, llm: str | None, cache: bool, configs: dict[str, dict[str, Any]],
-            inbox: Any, results: Any, parent_pid: int, kg_endpoint: str | None = None, slot: int = 0) -> None:
+            inbox: Any, results: Any, parent_pid: int, kg_endpoint: str | None = None, slot: int = 0,
+            workers: int = 1) -> None:
     """A spawned worker: opens its own context, answers the tasks of its inbox (one at a time,
     handed out by the parent) until the sentinel or parent death."""
     _die_with_parent()
+    # the thread policy shares the CPUs among the models computing at once (engine/llm/threads.py)
+    os.environ[WORKERS_ENV] = str(model_users() * workers)
     try:
         registry.load_plugins(plugins)
         ctx = open_context(Path(index), llm, cache=cache, kg_endpoint=kg_endpoint)
@@ -610,7 +615,7 @@ def _run_parallel(options: BatchOptions, configs: dict[str, dict[str, Any]],
         inbox = context.Queue()
         process = context.Process(target=_worker, daemon=True, args=(
             list(options.plugins), str(options.index), options.llm, options.cache, configs,
-            inbox, results, os.getpid(), options.kg_endpoint, slot))
+            inbox, results, os.getpid(), options.kg_endpoint, slot, options.workers))
         process.start()
         slots[slot] = _Slot(process, inbox)
 
