@@ -952,7 +952,9 @@ def _repaired_topic(topic: str) -> str:
 @click.option("--sample", type=click.IntRange(1), default=None, help="A seeded random sample of N questions (kept in file order).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
-              help="Worker processes (with --ray: Ray actors), each with its own model; the parent writes the records.")
+              help="Worker processes (with --ray: Ray actors), each with its own model; the parent writes the records. "
+              "Each model's llama.cpp threads are the CPUs divided among the workers, less those other processes keep "
+              "busy (LOCALKG_LLM_THREADS overrides).")
 @click.option("--shard", default=None, metavar="K/N",
               help="Only shard K of N (1 <= K <= N) of the selected questions, by a stable hash of their ids: run "
               "the N shards anywhere, each with its own --out, then `eval` their folders as one run.")
