@@ -239,5 +239,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return results
 
 
+def run(results_dir: Path) -> dict[str, Any]:
+    """`python -m bench.run_all ingest-profiles`: the default sizes ($LOCALKG_BENCH_PROFILE_LINES
+    lines per profile, 2,000,000 unless set), results in `results_dir`."""
+    lines = os.environ.get("LOCALKG_BENCH_PROFILE_LINES", "2000000")
+    results = main(["--lines", lines, "--out", str(results_dir)])
+    results["markdown"] = markdown(results)
+    return results
+
+
 if __name__ == "__main__":
     main()

@@ -1,11 +1,13 @@
 """`make bench`: run every benchmark module, write bench/results/<name>.json and SUMMARY.md.
 
-Usage: python -m bench.run_all [kg] [docs] [llm] [graph] [modelcheck] [methods] [shards] [wikiscale] [embed] [report] [embedserver] [llm-profile] [side-by-side]   (no argument: all of them)
+Usage: python -m bench.run_all [kg] [docs] [llm] [graph] [modelcheck] [methods] [shards] [wikiscale] [embed] [report] [embedserver] [llm-profile] [side-by-side] [ingest-profiles]   (no argument: all of them)
 
 `llm-profile` (bench/bench_llm_profile.py: where a question's seconds go, and the decoding loop
 checked against llama-cpp-python's) and `side-by-side` (bench/bench_side_by_side.py: the thread
 policy, two batches at once) take their sizes from $LOCALKG_BENCH_PROFILE_QUESTIONS and
-$LOCALKG_BENCH_SIDE_QUESTIONS; run alone, each takes `--questions N`.
+$LOCALKG_BENCH_SIDE_QUESTIONS; run alone, each takes `--questions N`. `ingest-profiles`
+(bench/bench_ingest_profiles.py: each KG profile's ingest against a raw `bulk_load` of generated
+dumps) takes its size from $LOCALKG_BENCH_PROFILE_LINES (2,000,000 lines unless set).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ BENCHES = {"kg": "bench.bench_kg", "docs": "bench.bench_docs", "llm": "bench.ben
            "methods": "bench.bench_methods", "shards": "bench.bench_shards",
            "wikiscale": "bench.bench_wiki_scale", "embed": "bench.bench_embed",
            "report": "bench.bench_report", "embedserver": "bench.bench_embeddings_server_load",
-           "llm-profile": "bench.bench_llm_profile", "side-by-side": "bench.bench_side_by_side"}
+           "llm-profile": "bench.bench_llm_profile", "side-by-side": "bench.bench_side_by_side",
+           "ingest-profiles": "bench.bench_ingest_profiles"}
 
 
 def main(argv: list[str]) -> int:
