@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import tempfile
@@ -39,6 +37,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from bench.bench_kg import _timed, _with_parser
 from bench.gen_dump_lines import write_dump
 from index.build import build_index
 from index.kg_stage import KgSource
@@ -52,29 +51,8 @@ PROFILES = {"generic": ("wikidata", "ntriples"), "wikidata": ("wikidata", "wikid
 TARGET = 0.8
 
 
-def _timed(fn: Callable[[], object]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process, every thread) of one call."""
-    gc.collect()
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    start = time.perf_counter()
-    fn()
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def _build(path: Path, fmt: str, out: Path, parser: str) -> Callable[[], None]:
-    def run() -> None:
-        saved = os.environ.get("LOCALKG_KG_PARSER")
-        os.environ["LOCALKG_KG_PARSER"] = parser
-        try:
-            build_index(out, [KgSource(path, fmt)], [], rebuild=True)
-        finally:
-            if saved is None:
-                del os.environ["LOCALKG_KG_PARSER"]
-            else:
-                os.environ["LOCALKG_KG_PARSER"] = saved
-    return run
+    return _with_parser(parser, lambda: build_index(out, [KgSource(path, fmt)], [], rebuild=True))
 
 
 def _bulk_load(path: Path, out: Path) -> Callable[[], None]:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_llm import GEN_TOKENS, PROMPTS
+from bench.summary import write_summary
 from engine.llm.backends import LlamaCppLLM
 from engine.llm.models import REGISTRY, expected_sha256, verify_model
 from engine.llm.threads import LoadMonitor
@@ -280,10 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     results = run(RESULTS, questions=args.questions, methods=args.methods.split(","), dataset=args.dataset,
                   paths=paths)
     command = "python -m bench.bench_llm_profile " + " ".join(argv if argv is not None else sys.argv[1:])
-    (RESULTS / "SUMMARY-llm-profile.md").write_text(
-        f"# LLM profile\n\nProduced by `{command.strip()}` on {platform.machine()}, "
-        f"{time.strftime('%Y-%m-%d')}. Raw numbers: bench/results/llm_profile.json.\n\n{results['markdown']}\n",
-        encoding="utf-8")
+    write_summary(RESULTS, "llm-profile", "LLM profile", command, results["markdown"])
     print(results["markdown"])
     return 0
 

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.summary import write_summary
 from engine.llm.models import REGISTRY, verify_model
 from engine.llm.threads import LoadMonitor, usable_cpus
 from ingest.errors import ModelError
@@ -195,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run(RESULTS, questions=args.questions, old_default=not args.no_old)
     command = "python -m bench.bench_side_by_side " + " ".join(argv if argv is not None else sys.argv[1:])
-    (RESULTS / "SUMMARY-side-by-side.md").write_text(
-        f"# Side by side\n\nProduced by `{command.strip()}` on {platform.machine()}, "
-        f"{time.strftime('%Y-%m-%d')}. Raw numbers: bench/results/side_by_side.json.\n\n{results['markdown']}\n",
-        encoding="utf-8")
+    write_summary(RESULTS, "side-by-side", "Side by side", command, results["markdown"])
     print(results["markdown"])
     return 0
 

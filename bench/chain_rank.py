@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         run = ChainsRun(question, ctx, config)
         topics = linked_or_searched(question, ctx, run.record, int(config["max_topic_entities"]),
                                     int(config["topic_search"]), lambda e: display_text(ctx.kg, e))
-        shown = run.plan(topics)
+        run.plan(topics)
         rank = run.record.extra.get("gold_chain_rank")
         ranks["none" if rank is None else "1" if rank == 1 else "2-5" if rank <= 5 else "6+"] += 1
         first += rank == 1
@@ -60,7 +60,6 @@ def main(argv: list[str] | None = None) -> int:
             lines = [f"{question.question}  (gold {question.answers[:2]}, rank {rank})"]
             lines += [f"    {r['score']:.3f} {r['relations']}{'  <- gold' if r['gold'] else ''}" for r in routes]
             misses.append("\n".join(lines))
-        del shown
     n = len(questions)
     print(f"{args.questions} ({n} questions, seed {args.seed}) {' '.join(args.settings)}")
     print(f"  best chain reaches gold first: {first} ({100 * first / max(n, 1):.0f}%)")
