@@ -65,14 +65,14 @@ def _bulk_load(path: Path, out: Path) -> Callable[[], None]:
     return run
 
 
-# Steps timed by wrapping them (wall seconds; the writer thread's loads run beside the scan, the
+# Steps timed by wrapping them (wall seconds; the writer threads' loads run beside the scan, the
 # relation table beside the entity table).
 _PHASES = [("ingest.rdf_reader", "scan_ntriples", "generic scan (Arrow)"),
            ("ingest.rdf_reader", "drop_other_languages", "generic: other-language lines"),
            ("ingest.rdf_reader", "_routed_batch", "profile scan (Arrow)"),
            ("ingest.rdf_reader", "parse_batch", "Python parse of batches"),
-           ("index.kg_stage:_StoreWriter", "_write", "store loads (writer thread)"),
-           ("index.kg_stage:_StoreWriter", "drain", "wait for the store to finish loading"),
+           ("index.store_writer:StoreWriter", "_write", "store loads (writer threads, summed)"),
+           ("index.store_writer:StoreWriter", "drain", "wait for the store to finish loading"),
            ("index.kg_stage:_Load", "degrees", "degree sums"),
            ("index.kg_stage", "_meta_rows", "metadata rows read from the store"),
            ("index.kg_stage", "_write_entities", "entity table (metadata rows included)"),

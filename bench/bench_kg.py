@@ -163,11 +163,12 @@ def _phases(path: Path, work: Path) -> dict[str, float]:
 
     import index.kg_stage as stage
     import ingest.rdf_reader as reader
+    from index.store_writer import StoreWriter
 
     seconds: dict[str, float] = {}
     steps = [(reader, "scan_ntriples", "N-Triples scan (Arrow)"), (reader, "parse_batch", "Python parse of batches"),
-             (stage._StoreWriter, "drain", "wait for the store to finish loading"),
-             (stage._StoreWriter, "_put", "wait for a free queue slot"),
+             (StoreWriter, "drain", "wait for the store to finish loading"),
+             (StoreWriter, "_put", "wait for a free queue slot"),
              (stage._Load, "degrees", "degree sums"), (stage, "_meta_rows", "metadata rows read from the store"),
              (stage, "_write_entities", "entity table (metadata rows included)"),
              (stage, "write_relation_table", "relation table (in a thread)")]

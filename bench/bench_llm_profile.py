@@ -1,5 +1,6 @@
-"""Where a question's seconds go: `tog`, `hydra` and `chains` with the 0.5B model, split into the
-model's own work and everything around it (issue 25, item 1).
+"""Where a question's seconds go: `io`, `rag`, `tog`, `tog-r`, `tog2`, `hydra` and `chains` with the
+0.5B model, split into the model's own work and everything around it (issue 25, item 1), and
+each method's questions per hour beside the bound the raw throughput sets (item 4).
 
 One process, response cache off, two warm-up questions per method first (models load, the
 stages' fixed prefixes are evaluated; not counted). Per method and question: the LLM seconds,
@@ -20,8 +21,8 @@ the two by LLM seconds: a question's retrieval caches are warm for whichever pat
 
 Usage:
     python -m bench.bench_llm_profile [--questions N] [--methods tog,hydra,chains]
-        [--dataset metaqa|demo] [--compare | --reference]
-    python -m bench.run_all llm-profile    (N from $LOCALKG_BENCH_PROFILE_QUESTIONS, default 3)
+        [--dataset demo|metaqa] [--compare | --reference]
+    python -m bench.run_all llm-profile    (N from $LOCALKG_BENCH_PROFILE_QUESTIONS, default 4)
 Set LOCALKG_LLM_THREADS=1 on a machine busy with other work. Writes bench/results/llm_profile.json
 and SUMMARY-llm-profile.md.
 """
@@ -53,7 +54,7 @@ from ingest.errors import ModelError
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 MODEL = "qwen2.5-coder-0.5b"
-METHODS = ["tog", "hydra", "chains"]
+METHODS = ["io", "rag", "tog", "tog-r", "tog2", "hydra", "chains"]
 DATASETS = {
     "metaqa": (REPO / "data" / "indexes" / "metaqa",
                REPO.parent / "shared" / "data" / "metaqa" / "questions" / "2-hop" / "qa_dev.txt"),
@@ -149,10 +150,10 @@ def _summary(rows: list[dict[str, Any]], rates: dict[str, Any]) -> dict[str, Any
 
 
 def run(results_dir: Path, *, questions: int | None = None, methods: list[str] | None = None,
-        dataset: str = "metaqa", paths: list[str] | None = None) -> dict[str, Any]:
+        dataset: str = "demo", paths: list[str] | None = None) -> dict[str, Any]:
     """Profile `methods` on `questions` questions of `dataset` with each decoding path in `paths`
     ("fast", "reference"); writes `results_dir/llm_profile.json`."""
-    n = questions or int(os.environ.get("LOCALKG_BENCH_PROFILE_QUESTIONS", "3"))
+    n = questions or int(os.environ.get("LOCALKG_BENCH_PROFILE_QUESTIONS", "4"))
     methods = methods or list(METHODS)
     paths = paths or ["fast", "reference"]
     index = DATASETS[dataset][0]
@@ -187,8 +188,9 @@ def run(results_dir: Path, *, questions: int | None = None, methods: list[str] |
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["machine"]["other_processes_busy_cpus"] = round(monitor.others_busy(), 2)
     results_dir.mkdir(parents=True, exist_ok=True)
+    markdown = _markdown(results)  # adds each method's questions per hour
     (results_dir / "llm_profile.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    results["markdown"] = _markdown(results)
+    results["markdown"] = markdown
     return results
 
 
@@ -244,8 +246,8 @@ def _markdown(results: dict[str, Any]) -> str:
         f"{raw['prompt_tokens_per_s']} prompt tok/s, {raw['generated_tokens_per_s']} generated tok/s.",
         "",
         "| method | decoding | wall s/q | LLM s/q | prompt tok/q | generated tok/q | tokens' cost s/q "
-        "| LLM / cost | in-call prompt tok/s | in-call gen tok/s | threads | same replies |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| LLM / cost | LLM / llama.cpp's own s | in-call prompt tok/s | in-call gen tok/s | threads | same replies |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for method, entry in results["methods"].items():
         for path in s["paths"]:
@@ -253,7 +255,7 @@ def _markdown(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {method} | {path} | {r['wall_s']} | {r['llm_s']} | {r['evaluated_prompt_tokens']} "
                 f"| {r['generated_tokens']} | {r['tokens_cost_s']} | {r['llm_over_tokens_cost']}x "
-                f"| {r['in_call_prompt_tokens_per_s']} | {r['in_call_generated_tokens_per_s']} "
+                f"| {_over_own(r)} | {r['in_call_prompt_tokens_per_s']} | {r['in_call_generated_tokens_per_s']} "
                 f"| {r['threads']} | {entry.get('same_replies', '–')} |")
     parts = [*PARTS, "other_llm_layer"]
     lines += ["", "Split of the LLM seconds per question, and the question's other seconds:", "",
@@ -264,14 +266,42 @@ def _markdown(results: dict[str, Any]) -> str:
             r = entry[path]
             lines.append(f"| {method} | {path} | " + " | ".join(str(r["split_s"][p]) for p in parts)
                          + f" | {r['retrieval_scoring_s']} |")
+    lines += _per_hour(results)
     return "\n".join(lines)
+
+
+def _over_own(r: dict[str, Any]) -> str:
+    """LLM seconds over llama.cpp's own prompt evaluation and generation seconds in the same
+    calls: the LLM layer's overhead, whatever speed the machine had during those calls (the
+    tokens' cost prices them at the raw probes' rates instead, which a busy moment skews)."""
+    own = r["split_s"]["prompt_eval"] + r["split_s"]["generation"]
+    return f"{r['llm_s'] / own:.2f}x" if own else "–"
+
+
+def _per_hour(results: dict[str, Any]) -> list[str]:
+    """Questions per hour of each method (this backend's decoding loop), beside the bound the
+    raw throughput sets (the question's tokens at the raw rates, nothing else)."""
+    lines = ["", "Questions per hour, one process on this machine (the measured questions' mean wall time), "
+             "beside the raw-throughput bound (3600 / the tokens' cost: the model's tokens at the raw "
+             "rates and nothing else):", "",
+             "| method | wall s/q | questions/hour | raw-throughput bound (q/h) | of the bound | LLM calls/q |",
+             "|---|---:|---:|---:|---:|---:|"]
+    path = "fast" if "fast" in results["settings"]["paths"] else results["settings"]["paths"][0]
+    for method, entry in results["methods"].items():
+        r = entry[path]
+        per_hour = round(3600 / r["wall_s"]) if r["wall_s"] else None
+        bound = round(3600 / r["tokens_cost_s"]) if r["tokens_cost_s"] else None
+        share = f"{100 * per_hour / bound:.0f}%" if per_hour and bound else "–"
+        r["questions_per_hour"], r["raw_bound_questions_per_hour"] = per_hour, bound
+        lines.append(f"| {method} | {r['wall_s']} | {per_hour} | {bound} | {share} | {r['calls']} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_llm_profile", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--questions", type=int, default=None, help="questions per method (default 3)")
+    parser.add_argument("--questions", type=int, default=None, help="questions per method (default 4)")
     parser.add_argument("--methods", default=",".join(METHODS))
-    parser.add_argument("--dataset", choices=sorted(DATASETS), default="metaqa")
+    parser.add_argument("--dataset", choices=sorted(DATASETS), default="demo")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--compare", action="store_true", help="both decoding paths, replies checked equal (default)")
     group.add_argument("--reference", action="store_true", help="llama-cpp-python's create_completion only")

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import random
 import re
-import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -27,6 +25,7 @@ import pyoxigraph as ox
 
 from index.kg_degrees import DegreeSum, counter_table
 from index.paths import IndexPaths
+from index.store_writer import StoreWriter
 from ingest.errors import InputError
 from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
 from ingest.kg_readers import KgOptions, read_kg, resolved_format
@@ -86,7 +85,7 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     store = ox.Store(str(paths.kg))
     filtered: Counter[str] = Counter()
     per_source: list[dict[str, Any]] = []
-    with _StoreWriter(store) as writer:
+    with StoreWriter(store) as writer:
         load = _Load(writer, options, rejects)
         for source in sources:
             fmt = resolved_format(source.path, source.format)
@@ -153,7 +152,7 @@ class _Load:
     A parsed batch waits for the unparsed ones before it, so rejects are logged in file order.
     """
 
-    def __init__(self, writer: _StoreWriter, options: KgOptions, rejects: RejectLog) -> None:
+    def __init__(self, writer: StoreWriter, options: KgOptions, rejects: RejectLog) -> None:
         self.writer, self.options, self.rejects = writer, options, rejects
         self.rng = random.Random(options.seed)
         self.degree: Counter[str] = Counter()
@@ -341,96 +340,6 @@ def remove_doc_ids(entities: Path) -> None:
         for batch in source.iter_batches(batch_size=65536, columns=schema.names):
             writer.write_table(pa.Table.from_batches([batch]).cast(schema))
     os.replace(tmp, entities)
-
-
-class _StoreWriter:
-    """Writes to the store on a background thread, in order, while the caller parses the next
-    batch. `bulk_load` of raw bytes releases the GIL, so parsing and loading overlap on two cores.
-    Quads that a raw load brought in but that are not facts (labels, filtered predicates) are
-    removed by the same thread right after that load, so memory stays bounded by a batch.
-    An unparsed batch comes back through `finished()`, loaded or rejected by the store's parser.
-    """
-
-    def __init__(self, store: ox.Store) -> None:
-        self.store = store
-        self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2)
-        self._finished: queue.SimpleQueue[tuple[KgBatch, bool]] = queue.SimpleQueue()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._work, name="kg-writer", daemon=True)
-
-    def __enter__(self) -> _StoreWriter:
-        self._thread.start()
-        return self
-
-    def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                if self._error is None:
-                    self._write(*item)
-            except BaseException as exc:  # surfaced in the caller's thread
-                self._error = exc
-            finally:
-                self._queue.task_done()
-
-    def _write(self, kind: str, payload: Any) -> None:
-        if kind == "raw":
-            data, not_facts = payload
-            self.store.bulk_load(data, ox.RdfFormat.N_TRIPLES)
-            for quad in not_facts:
-                self.store.remove(quad)
-        elif kind == "unparsed":
-            batch, meta = payload
-            try:
-                # One load, so one set of new files in the store: N-Triples lines are N-Quads too.
-                if batch.unparsed_meta:
-                    self.store.bulk_load(batch.raw + batch.unparsed_meta, ox.RdfFormat.N_QUADS)
-                else:
-                    self.store.bulk_load(batch.raw, ox.RdfFormat.N_TRIPLES)
-            except (SyntaxError, ValueError):
-                self._finished.put((batch, False))
-                return
-            self.store.bulk_extend(meta)
-            batch.raw, batch.unparsed_meta = None, b""  # loaded: the bytes need not wait for the caller
-            self._finished.put((batch, True))
-        else:
-            self.store.bulk_extend(payload)
-
-    def _put(self, item: tuple[str, Any]) -> None:
-        if self._error is not None:
-            raise self._error
-        self._queue.put(item)
-
-    def load_raw(self, data: bytes, not_facts: list[ox.Quad]) -> None:
-        self._put(("raw", (data, not_facts)))
-
-    def extend(self, quads: list[ox.Quad]) -> None:
-        if quads:
-            self._put(("extend", quads))
-
-    def load_unparsed(self, batch: KgBatch, meta: list[ox.Quad]) -> None:
-        """Bulk-load `batch.raw` and then `meta` (only if the store accepts `batch.raw`)."""
-        self._put(("unparsed", (batch, meta)))
-
-    def finished(self) -> list[tuple[KgBatch, bool]]:
-        """The unparsed batches handled since the last call, in order, each with whether it loaded."""
-        done = []
-        while True:
-            try:
-                done.append(self._finished.get_nowait())
-            except queue.Empty:
-                return done
-
-    def drain(self) -> None:
-        """Wait until every queued write is done (raising the writer's error, if any)."""
-        self._queue.join()
-        if self._error is not None:
-            raise self._error
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._queue.put(None)  # the writer stops at this mark, after what is queued before it
-        self._thread.join()
-        if self._error is not None and exc_info[0] is None:
-            raise self._error
 
 
 def _count_degrees(facts: list[ox.Quad], degree: Counter[str]) -> None:

@@ -12,7 +12,7 @@ import pytest
 from engine.llm import threads
 from engine.llm.backends import LlamaCppLLM, default_threads, enum_array
 from engine.llm.models import REGISTRY, model_path
-from engine.llm.threads import LoadMonitor, choose_threads
+from engine.llm.threads import ActiveModels, LoadMonitor, ThreadPolicy, choose_threads
 
 TINY = REGISTRY["smollm2-135m"]
 
@@ -22,6 +22,7 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCALKG_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LOCALKG_LLM_THREADS", raising=False)
     monkeypatch.delenv("LOCALKG_LLM_WORKERS", raising=False)
+    monkeypatch.setenv("LOCALKG_LLM_REGISTER", str(tmp_path / "register"))
 
 
 @pytest.mark.parametrize(("cpus", "busy", "users", "expected"), [
@@ -118,7 +119,6 @@ class _Load:
 def test_a_model_follows_the_load_between_calls_and_answers_the_same(tiny: LlamaCppLLM,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
-    monkeypatch.setattr("engine.llm.backends.usable_cpus", lambda: 2)
     messages = [{"role": "system", "content": "You pick relations of a knowledge graph. Reply with JSON only."},
                 {"role": "user", "content": "Question: who directed Heat?\nRelations: film.directed_by, film.genre"}]
     schema = {"type": "object", "properties": {"relations": enum_array(["film.directed_by", "film.genre"], max_items=2)},
@@ -126,8 +126,9 @@ def test_a_model_follows_the_load_between_calls_and_answers_the_same(tiny: Llama
     tiny._ensure_loaded()
     assert tiny.n_threads >= 1  # decided by the policy when it loaded
     replies = {}
+    assert tiny._policy is not None
     for busy, expected in ((0.0, 2), (1.0, 1), (0.0, 2)):
-        tiny._monitor = _Load(busy)  # type: ignore[assignment]
+        tiny._policy.monitor = _Load(busy)  # type: ignore[assignment]
         with tiny.recording() as calls:
             result = tiny.chat(messages, schema=schema, max_tokens=24)
         assert tiny.n_threads == expected and calls[0].timings is not None
@@ -140,5 +141,84 @@ def test_a_fixed_thread_count_is_never_adapted(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("LOCALKG_LLM_THREADS", "1")
     llm = LlamaCppLLM(model_path(TINY), sha256="", n_ctx=512)
     assert llm.n_threads == 1
-    llm._adapt_threads()  # no monitor: nothing to follow, nothing loaded
+    llm._adapt_threads()  # no policy: nothing to follow, nothing loaded
     assert llm.n_threads == 1 and llm._model is None
+
+
+# -- the register of active models ----------------------------------------------------------
+
+def test_the_register_counts_active_models_and_forgets_them(tmp_path: Path) -> None:
+    folder = tmp_path / "reg"
+    first, second = ActiveModels(folder), ActiveModels(folder)
+    assert first.count() == 0  # no folder yet
+    first.join()
+    first.touch()
+    assert first.count() == 1
+    second.join()
+    second.touch()
+    assert first.count() == second.count() == 2
+    second.leave()
+    assert first.count() == 1 and len(list(folder.iterdir())) == 1
+    assert first.path is not None
+    old = first.path.stat().st_mtime - threads.ACTIVE_S - 5
+    os.utime(first.path, (old, old))  # idle: held but untouched
+    assert first.count() == 0
+    first.touch()
+    assert first.count() == 1
+    first.leave()
+    assert first.count() == 0 and not list(folder.iterdir())
+
+
+def test_a_dead_holders_file_does_not_count_and_is_removed(tmp_path: Path) -> None:
+    folder = tmp_path / "reg"
+    folder.mkdir()
+    (folder / "999999-1").write_text("")  # nobody holds a lock on it: its process died
+    live = ActiveModels(folder)
+    live.join()
+    assert live.count() == 1
+    assert sorted(p.name for p in folder.iterdir()) == [live.path.name if live.path else ""]
+    live.leave()
+
+
+def test_another_process_holding_a_file_counts(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    folder = tmp_path / "reg"
+    script = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from engine.llm.threads import ActiveModels
+        a = ActiveModels(Path({str(folder)!r})); a.join(); a.touch()
+        print("joined", flush=True); sys.stdin.readline()
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             cwd=Path(__file__).resolve().parents[1], text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "joined"
+        me = ActiveModels(folder)
+        me.join()
+        me.touch()
+        assert me.count() == 2
+    finally:
+        child.kill()
+        child.wait()
+    assert me.count() == 1  # the kernel dropped the dead child's lock
+    me.leave()
+
+
+def test_two_active_models_on_two_cpus_take_one_thread_each(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The side-by-side case: two batches started together see each other from their first call."""
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
+    folder = tmp_path / "reg"
+    a, b = ThreadPolicy(ActiveModels(folder)), ThreadPolicy(ActiveModels(folder))
+    for policy in (a, b):
+        policy.monitor = _Load(0.0)  # type: ignore[assignment]
+    assert a.start() == 2  # alone on a quiet machine: every CPU
+    assert b.start() == 1
+    assert a.before_call() == 1  # sees b at its next call
+    b.stop()
+    assert a.before_call() == 2  # and takes both CPUs again when b ends
+    a.stop()

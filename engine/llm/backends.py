@@ -63,15 +63,7 @@ import jsonschema
 
 from engine.llm.cache import CachedReply, ResponseCache, cache_key
 from engine.llm.grammar_bounds import fit_schema
-from engine.llm.threads import (
-    PROBE_S,
-    RECHECK_S,
-    LoadMonitor,
-    choose_threads,
-    model_users,
-    thread_override,
-    usable_cpus,
-)
+from engine.llm.threads import ThreadPolicy, thread_override
 from engine.llm.threads import default_threads as policy_threads
 from engine.llm.timings import CallTimings
 from ingest.errors import ModelError
@@ -536,7 +528,7 @@ class LlamaCppLLM(BaseLLM):
         self.n_ctx = n_ctx
         self._fixed_threads = n_threads or thread_override()
         self.n_threads = self._fixed_threads or 0  # 0: decided by the policy when the model loads
-        self._monitor: LoadMonitor | None = None
+        self._policy: ThreadPolicy | None = None
         self.seed = seed
         self.fast_sampling = fast_sampling
         self.fingerprint = f"llama.cpp-{llama_cpp.__version__}:{sha256}"
@@ -559,9 +551,8 @@ class LlamaCppLLM(BaseLLM):
                 import llama_cpp
 
                 if self._fixed_threads is None:
-                    self._monitor = LoadMonitor()
-                    self.n_threads = choose_threads(
-                        usable_cpus(), self._monitor.others_busy(wait_s=PROBE_S), model_users())
+                    self._policy = ThreadPolicy()
+                    self.n_threads = self._policy.start()
                 try:
                     self._model = llama_cpp.Llama(
                         model_path=str(self.model_path), n_ctx=self.n_ctx,
@@ -570,18 +561,21 @@ class LlamaCppLLM(BaseLLM):
                 except (ValueError, RuntimeError) as exc:
                     raise ModelError(f"llama.cpp could not load {self.model_path}: {exc}") from None
                 self._template = self._load_template()
+                if self._policy is not None:
+                    self._set_threads(self._policy.loaded())
             return self._model
 
     def _adapt_threads(self) -> None:
-        """Follow the policy when the machine's load changed (only where /proc/stat tells it)."""
-        monitor = self._monitor
-        if monitor is None or not monitor.exact or monitor.seconds_since_look() < RECHECK_S:
+        """Follow the policy when the active models or the machine's load changed."""
+        if self._policy is None:
             return
-        wanted = choose_threads(usable_cpus(), monitor.others_busy(), model_users())
+        self._set_threads(self._policy.before_call())
+
+    def _set_threads(self, wanted: int) -> None:
         if wanted != self.n_threads:
             import llama_cpp
 
-            llama_cpp.llama_set_n_threads(self._llm.ctx, wanted, wanted)
+            llama_cpp.llama_set_n_threads(self._model.ctx, wanted, wanted)
             self.n_threads = wanted
 
     def close(self) -> None:
@@ -589,6 +583,8 @@ class LlamaCppLLM(BaseLLM):
             for grammar in self._grammars.values():
                 grammar.free()
             self._grammars.clear()
+            if self._policy is not None:
+                self._policy.stop()
         super().close()
 
     # -- prompt -----------------------------------------------------------------------------
