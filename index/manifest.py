@@ -43,3 +43,36 @@ def write_manifest(paths: IndexPaths, manifest: dict[str, Any]) -> None:
 def index_fingerprint(manifest: dict[str, Any]) -> str:
     """Identifies an index's content for run records: the hash of its stage fingerprints."""
     return stable_hash({name: stage.get("fingerprint") for name, stage in manifest.get("stages", {}).items()})
+
+
+def kg_stats(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """What `kg stats` reports of a manifest: fact triples, entities, relations, rejects (of the
+    KG sources; the documents' apart), filtered facts and per-source counts; None without a KG.
+    A KG made from the documents (--kg-from-docs) is the `mentions` stage's."""
+    stages = manifest.get("stages", {})
+    stage = stages.get("kg") or stages.get("mentions")
+    if stage is None:
+        return None
+    counts = stage["counts"]
+    stats = {
+        "triples": counts["triples"],
+        "entities": counts["entities"],
+        "relations": counts["relations"],
+        "rejects": sum(source.get("rejects", 0) for source in counts.get("sources", [])),
+        "document_rejects": stages.get("docs", {}).get("counts", {}).get("doc_rejects", 0),
+        "filtered": counts.get("filtered", {}),
+        "sources": counts.get("sources", []),
+    }
+    if "kg_keep" in counts:
+        stats["kg_keep"] = counts["kg_keep"]
+    if "from_docs" in counts:
+        stats["from_docs"] = counts["from_docs"] | {"mention_edges": counts["mention_edges"],
+                                                    "skipped_titles": counts["skipped_titles"]}
+    return stats
+
+
+def kg_counts(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The raw counts of the KG stage (or the mentions stage), for the per-source summary lines."""
+    stages = manifest.get("stages", {})
+    stage = stages.get("kg") or stages.get("mentions") or {}
+    return dict(stage.get("counts", {}))

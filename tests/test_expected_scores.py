@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
+from bench.docs_hooks import DocsTableError, options_table, render, render_file
+from engine.methods.registry import get as get_method
 from engine.runs.expected_scores import (
     DEFAULT_FILE,
+    DEFAULT_PAGE,
     EXIT_COMMAND,
     EXIT_MISMATCH,
     EXIT_OK,
@@ -30,7 +33,7 @@ from engine.runs.expected_scores import (
     select,
 )
 
-README = ROOT / "README.md"
+EVALUATION_PAGE = "docs/evaluation.md"  # the evaluation table, rendered from this file by bench/docs_hooks.py
 DATASETS = {"MetaQA 1-hop": "metaqa-1hop", "MetaQA 2-hop": "metaqa-2hop", "MetaQA 3-hop": "metaqa-3hop",
             "PQ-3H": "pq3h"}
 
@@ -103,18 +106,23 @@ def test_checked_in_file_is_valid_and_has_every_subset() -> None:
         "commands call .venv/bin/python or make, from the repo root"
 
 
-def test_every_readme_phrase_is_in_the_readme() -> None:
-    readme = _norm(README.read_text(encoding="utf-8"))
-    for entry in load_entries(DEFAULT_FILE):
-        assert _norm(entry.readme) in readme, f"{entry.id}: its readme phrase is not in README.md"
+def test_every_readme_phrase_is_in_its_page() -> None:
+    """Each row's phrase is in its page (README.md unless `page` says which docs/ page), read as
+    the docs site renders it: a number shown only in a generated table is checked there."""
+    pages: dict[str, str] = {}
+    entries = load_entries(DEFAULT_FILE)
+    assert {e.page for e in entries} > {DEFAULT_PAGE}, "the phrases moved to docs/ pages have their page"
+    for entry in entries:
+        if entry.page not in pages:
+            pages[entry.page] = _norm(render_file(entry.page))
+        assert _norm(entry.readme) in pages[entry.page], f"{entry.id}: its phrase is not in {entry.page}"
 
 
 def _table_rows() -> dict[str, list[str]]:
-    """The README's evaluation table: method -> cells (bold marks removed)."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Evaluation", 1)[1]
+    """The evaluation table (docs/evaluation.md as rendered): method -> cells (bold marks removed)."""
+    text = render_file(EVALUATION_PAGE)
     rows: dict[str, list[str]] = {}
-    for line in section.splitlines():
+    for line in text.splitlines():
         cells = [c.strip().replace("*", "") for c in line.strip().strip("|").split("|")]
         if line.startswith("| method |"):
             header = cells
@@ -185,6 +193,10 @@ def test_expected_values_are_written_in_their_readme_phrase() -> None:
     ({"aggregate": "min"}, "'aggregate' is only allowed when 'run' is a list"),
     ({"method": None}, "missing field 'method'"),
     ({"expectd": 1}, "unknown field 'expectd'"),
+    ({"page": "bench/results/EVAL.md"}, "'page' must be README.md or docs/<name>.md"),
+    ({"page": "docs/../README.md"}, "'page' must be README.md or docs/<name>.md"),
+    ({"page": "docs/no-such-page.md"}, "'page' names docs/no-such-page.md, which does not exist"),
+    ({"page": ""}, "'page' must be a non-empty string"),
 ])
 def test_a_bad_field_is_named_with_its_entry(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ExpectedScoresError) as error:
@@ -363,3 +375,44 @@ def test_method_table_joins_run_folders_per_set(runs: Path) -> None:
     bad.write_text(json.dumps({**spec, "sets": [{"name": "S", "metric": "f2", "runs": []}]}), encoding="utf-8")
     with pytest.raises(SystemExit, match=r"sets\[0\]\.metric 'f2'"):
         read_spec(bad)
+
+
+# ---- tables the docs site renders from this file and from the method specs ---------------------
+
+
+def test_a_row_without_page_is_in_the_readme_and_a_page_is_kept() -> None:
+    first, second = parse_entries([_entry(id="a"), _entry(id="b", page=EVALUATION_PAGE)])
+    assert (first.page, second.page) == (DEFAULT_PAGE, EVALUATION_PAGE)
+
+
+def test_options_table_lists_every_key_of_the_method_spec() -> None:
+    spec = get_method("tog")
+    table = options_table("tog")
+    for key, value in spec.defaults.items():
+        assert f"| `{key}` | `{json.dumps(value)}` |" in table
+    with pytest.raises(DocsTableError, match="unknown method 'nope'"):
+        options_table("nope")
+    for page in ("docs/methods/tog.md", "docs/methods/tog-r.md", "docs/methods/tog2.md", "docs/methods/hydra.md",
+                 "docs/methods/chains.md", "docs/methods/baselines.md"):
+        assert "<!-- options:" in (ROOT / page).read_text(encoding="utf-8"), page
+        assert "| key | default |" in render_file(page), page
+
+
+def test_table_markers_fill_cells_and_ranges_from_rows() -> None:
+    entries = parse_entries([_entry(id="low", metric="llm_calls", expected=2.44), _entry(id="high", metric="llm_calls", expected=3.71),
+                             _entry(id="rate", expected=0.2407), _entry(id="tokens", metric="prompt_tokens", expected=565.7)])
+    page = "before\n<!-- table\n| a | b | c | d |\n|---|---|---|---|\n| {rate} | {low~high} | {low~low} | {tokens} |\n-->\nafter"
+    assert render(page, entries) == "before\n| a | b | c | d |\n|---|---|---|---|\n| 24.1 | 2.4–3.7 | 2.4 | 566 |\nafter"
+    assert render("no marker {rate}", entries) == "no marker {rate}"
+    with pytest.raises(DocsTableError, match="no row 'gone'"):
+        render("<!-- table\n| {gone} |\n-->", entries)
+    with pytest.raises(DocsTableError, match="no rows nope-<set>-<method>-hits1"):
+        render("<!-- method-table: nope -->", entries)
+
+
+def test_method_tables_are_rendered_from_their_rows() -> None:
+    text = render("<!-- method-table: table05 method=tog -->")
+    lines = text.splitlines()
+    assert lines[0].startswith("| set | method | accuracy (%) |")
+    assert "| MetaQA 1-hop | tog | 80.0 | 2.4 | 483 | 7.2 | data/runs/eval/metaqa-1-hop |" in lines
+    assert all("| tog |" in line for line in lines[2:])

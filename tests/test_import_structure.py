@@ -1,4 +1,6 @@
-"""The package's import graph: no circles anywhere, data flows ingest -> index -> engine -> cli.
+"""The package's import graph: no circles anywhere, data flows ingest -> index -> engine ->
+localkg (the Python API's top-level name, a re-export of engine.api) -> cli, and cli imports
+the API only.
 
 Every import statement counts, module-level or inside a function (a lazy import still makes
 one module depend on another), read from the source with `ast`, so the test sees the code as
@@ -16,7 +18,7 @@ from engine.methods import registry
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("ingest", "index", "engine")
-LAYER = {"ingest": 0, "index": 1, "engine": 2, "cli": 3}
+LAYER = {"ingest": 0, "index": 1, "engine": 2, "localkg": 3, "cli": 4}
 
 
 def _module_name(path: Path) -> str:
@@ -29,6 +31,7 @@ def _module_name(path: Path) -> str:
 def _modules() -> dict[str, Path]:
     found = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
     found["cli"] = REPO / "cli.py"
+    found["localkg"] = REPO / "localkg.py"
     return found
 
 
@@ -73,6 +76,27 @@ def test_no_arrow_back_against_ingest_index_engine_cli() -> None:
     backwards = [(a, b) for a, b in import_graph().edges
                  if LAYER[b.split(".")[0]] > LAYER[a.split(".")[0]]]
     assert backwards == []
+
+
+def api_violations(graph: nx.DiGraph) -> list[tuple[str, str]]:
+    """Edges that break the API rule: cli imports only `localkg`, `localkg` only `engine.api`,
+    and nothing else in the project imports `localkg`."""
+    bad = [(a, b) for a, b in graph.edges if a == "cli" and b != "localkg"]
+    bad += [(a, b) for a, b in graph.edges if a == "localkg" and not (b == "engine.api" or b.startswith("engine.api."))]
+    bad += [(a, b) for a, b in graph.edges if b == "localkg" and a != "cli"]
+    return bad
+
+
+def test_cli_calls_the_api_and_nothing_deeper() -> None:
+    graph = import_graph()
+    assert graph.has_edge("cli", "localkg") and graph.has_edge("localkg", "engine.api")
+    assert api_violations(graph) == []
+
+
+def test_the_api_check_can_fail() -> None:
+    graph = nx.DiGraph([("cli", "localkg"), ("cli", "engine.runs.batch"), ("localkg", "engine.api"),
+                        ("engine.runs.answer", "localkg")])
+    assert api_violations(graph) == [("cli", "engine.runs.batch"), ("engine.runs.answer", "localkg")]
 
 
 def test_methods_never_import_each_other_nor_concrete_backends() -> None:

@@ -27,7 +27,10 @@ The file is a JSON list of entries; every field is required unless marked option
   for "566 tokens"); rows computed afresh on another machine (CI) allow a few points.
 - `subset` (list of str, not empty): the groups the row belongs to, e.g. `ci` (fast, needs no
   response cache), `demo`, `eval`, `experiments`.
-- `readme` (str): the README text the row backs (whitespace aside, a verbatim excerpt).
+- `readme` (str): the text the row backs (whitespace aside, a verbatim excerpt) of its page.
+- `page` (optional, default `README.md`): the page that holds that text: `README.md` or a page
+  of the documentation site, `docs/<name>.md` (or deeper under `docs/`). Tables that the site
+  renders from this file (`bench/docs_hooks.py`) are read as rendered.
 
 `batch` resumes a run folder, so commands over a complete run only score it again; `--fresh`
 removes the selected entries' run folders first and every answer is computed again (from the
@@ -66,7 +69,8 @@ EPSILON = 1e-9
 # What the Makefile exports: the embedding model is read from disk, never fetched.
 COMMAND_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 REQUIRED = ("id", "what", "commands", "run", "method", "metric", "expected", "tolerance", "subset", "readme")
-OPTIONAL = ("aggregate",)
+OPTIONAL = ("aggregate", "page")
+DEFAULT_PAGE = "README.md"
 # The per-method keys of the eval JSON that hold numbers (or objects of numbers).
 METRICS = frozenset(f.name for f in fields(MethodScores)) - {"method", "config_hashes", "missing_ids", "problems"}
 
@@ -101,6 +105,7 @@ class Entry:
     tolerance: float
     subset: tuple[str, ...]
     readme: str
+    page: str = DEFAULT_PAGE
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,17 @@ def _metric(where: str, value: Any) -> str:
     return metric
 
 
+def _page(where: str, value: Any) -> str:
+    page = _text(where, "page", value)
+    parts = page.split("/")
+    if not (page == DEFAULT_PAGE or (len(parts) > 1 and parts[0] == "docs" and page.endswith(".md")
+                                     and ".." not in parts and "" not in parts)):
+        raise ExpectedScoresError(f"{where}: field 'page' must be {DEFAULT_PAGE} or docs/<name>.md, not {page!r}")
+    if not (ROOT / page).is_file():
+        raise ExpectedScoresError(f"{where}: field 'page' names {page}, which does not exist")
+    return page
+
+
 def parse_entry(raw: Any, index: int) -> Entry:
     """One entry of the file, checked field by field; errors name the entry and the field."""
     if not isinstance(raw, dict):
@@ -187,6 +203,7 @@ def parse_entry(raw: Any, index: int) -> Entry:
         tolerance=_number(where, "tolerance", raw["tolerance"], minimum=0.0),
         subset=_texts(where, "subset", raw["subset"]),
         readme=_text(where, "readme", raw["readme"]),
+        page=_page(where, raw.get("page", DEFAULT_PAGE)),
     )
 
 
@@ -421,22 +438,35 @@ def _list(entries: Sequence[Entry], out: TextIO) -> None:
         print("commands: " + " && ".join(commands), file=out)
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
-    """Command line entry; returns the exit status (0 only when every selected entry is OK)."""
-    args = build_parser().parse_args(argv)
+def check_scores(subsets: Iterable[str] = (), ids: Iterable[str] = (), *, file: Path | None = None,
+                 root: Path = ROOT, run: bool = True, fresh: bool = False, list_only: bool = False,
+                 out: TextIO = sys.stdout) -> int:
+    """Select entries of `file` (default bench/expected_scores.json), then list them, or run their
+    commands (unless `run` is false) and score them; the exit status (0 only when all are OK).
+    A bad file or selection is printed to stderr and gives EXIT_USAGE."""
+    if fresh and not run:
+        print("check-scores: --fresh and --no-run exclude each other", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        entries = select(load_entries(args.file), args.subset, args.ids)
+        entries = select(load_entries(DEFAULT_FILE if file is None else file), subsets, ids)
     except ExpectedScoresError as exc:
         print(f"check-scores: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.list:
+    if list_only:
         _list(entries, out)
         return EXIT_OK
     try:
-        return check(entries, args.root, run=not args.no_run, fresh=args.fresh, out=out)
+        return check(entries, root, run=run, fresh=fresh, out=out)
     except ExpectedScoresError as exc:
         print(f"check-scores: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    """Command line entry; returns the exit status (0 only when every selected entry is OK)."""
+    args = build_parser().parse_args(argv)
+    return check_scores(args.subset, args.ids, file=args.file, root=args.root, run=not args.no_run,
+                        fresh=args.fresh, list_only=args.list, out=out)
 
 
 if __name__ == "__main__":
