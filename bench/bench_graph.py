@@ -43,16 +43,16 @@ from typing import Any
 import numpy as np
 
 from engine.access.graph import Subgraph, subgraph_within, topic_paths
-from engine.access.kg import (
+from engine.access.kg_protocol import (
     SCAN_FACTOR,
     Direction,
     Directions,
     Edges,
-    OxigraphKG,
     Relation,
     is_literal,
 )
 from engine.access.linking import EntityLinker
+from engine.access.oxigraph_kg import OxigraphKG
 from engine.questions.answer_match import normalise_answer
 from index.build import build_index
 from index.entities import EntityTable

@@ -196,7 +196,7 @@ def _phases(path: Path, work: Path) -> dict[str, float]:
 
 
 def _latency(index: Path) -> dict[str, Any]:
-    from engine.access.kg import OxigraphKG
+    from engine.access.oxigraph_kg import OxigraphKG
     from index.entities import EntityTable
 
     kg = OxigraphKG.open(IndexPaths(index))

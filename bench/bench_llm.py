@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.llm.backends import LlamaCppLLM
+from engine.llm.llama_cpp_backend import LlamaCppLLM
 from engine.llm.models import REGISTRY, expected_sha256, verify_model
 from ingest.errors import ModelError
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from bench.bench_llm import GEN_TOKENS, PROMPTS
 from bench.summary import write_summary
-from engine.llm.backends import LlamaCppLLM
+from engine.llm.llama_cpp_backend import LlamaCppLLM
 from engine.llm.models import REGISTRY, expected_sha256, verify_model
 from engine.llm.threads import LoadMonitor
 from engine.llm.timings import PARTS, CallTimings

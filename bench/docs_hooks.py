@@ -3,8 +3,9 @@
 `mkdocs.yml` names this module under `hooks:`; `on_page_markdown` replaces three kinds of marker
 (HTML comments, so the raw page on a file browser shows nothing in their place):
 
-- `<!-- options: tog -->`: the config keys of a method and their defaults, read from its
-  `MethodSpec` in `engine/methods/registry.py` (what `python cli.py methods` prints).
+- `<!-- options: tog -->`: the config keys of a method (default, allowed values, help, paper
+  reference), read from its typed config through its `MethodSpec` in
+  `engine/methods/registry.py` (what `python cli.py methods` prints).
 - `<!-- method-table: table05 -->` (optionally `method=tog`): the comparison table of methods per
   set (set, method, accuracy, LLM calls, prompt tokens, LLM seconds per question, run folder) from
   the rows `table05-<set>-<method>-<metric>` of bench/expected_scores.json.
@@ -65,16 +66,28 @@ def _cell(value: Any) -> str:
     return "`" + json.dumps(value).replace("|", "\\|") + "`"
 
 
+def _text(value: str) -> str:
+    return value.replace("|", "\\|")
+
+
 def options_table(method: str) -> str:
-    """The config keys of `method` with their defaults, from its registered MethodSpec."""
+    """The config keys of `method` from its registered MethodSpec: default, allowed values, help
+    and paper reference (a method without a typed config: key and default)."""
     from engine.methods.registry import get
 
     try:
         spec = get(method)
     except ValueError as exc:
         raise DocsTableError(f"<!-- options: {method} -->: {exc}") from None
-    lines = [f"`{spec.name}`: {spec.summary}", "", "| key | default |", "|---|---|"]
-    lines += [f"| `{key}` | {_cell(value)} |" for key, value in spec.defaults.items()]
+    lines = [f"`{spec.name}`: {spec.summary}", ""]
+    options = spec.options()
+    if any(o.help for o in options):
+        lines += ["| key | default | allowed | what | paper |", "|---|---|---|---|---|"]
+        lines += [f"| `{o.key}` | {_cell(o.default)} | {_text(o.allowed)} | {_text(o.help)} | {_text(o.paper)} |"
+                  for o in options]
+    else:
+        lines += ["| key | default |", "|---|---|"]
+        lines += [f"| `{key}` | {_cell(value)} |" for key, value in spec.defaults.items()]
     lines += ["", f"(From the method's spec; `python cli.py methods` prints the same. "
                   f"`--set {spec.name}.KEY=VALUE` on `ask` and `batch` overrides one.)"]
     return "\n".join(lines)

@@ -14,7 +14,6 @@ Exit status 0 when every run replays the same, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -22,36 +21,26 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from engine.runs.run_folder import latest_records, read_run, record_files
+from engine.runs.transcripts import read_transcripts, transcript_methods
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _records(run: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """method -> question id -> its last record (a resumed run may hold earlier tries)."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for path in sorted(run.glob("*.jsonl")):
-        by_id = out.setdefault(path.stem, {})
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                record = json.loads(line)
-                by_id[str(record.get("id"))] = record
-    return out
+    return {path.stem: latest_records(path) for path in record_files(run)}
 
 
 def _calls(run: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """method -> question id -> its LLM calls (reply, cache_hit) from the run's transcripts."""
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for path in sorted((run / "calls").glob("*.jsonl")):
-        by_id = out.setdefault(path.stem, {})
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                by_id[str(entry.get("id"))] = entry.get("calls") or []
-    return out
+    return {method: {qid: line.get("calls") or [] for qid, line in read_transcripts(run, method).items()}
+            for method in transcript_methods(run)}
 
 
 def replay(run: Path, out: Path) -> dict[str, Any]:
     """Run `run`'s command again into `out`; compare. Returns the counts."""
-    command = json.loads((run / "run.json").read_text(encoding="utf-8"))["command"]
+    command = (read_run(run) or {})["command"]
     args = list(command[1:]) if command and command[0].endswith("cli.py") else list(command)
     args = [a for a in args if a != "--restart"]
     args[args.index("--out") + 1] = str(out)

@@ -21,14 +21,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from engine.questions.record import Question
-from engine.runs.batch import (
-    BatchError,
-    BatchOptions,
-    read_records,
-    repair_records,
-    run_batch,
-    select_questions,
-)
+from engine.runs.batch import BatchOptions, run_batch, select_questions
+from engine.runs.handout import BatchError
+from engine.runs.run_folder import read_records, repair_records
 from ingest.errors import InputError, ModelError
 
 REPO = Path(__file__).resolve().parents[1]

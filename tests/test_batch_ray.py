@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.runs.batch import BatchOptions, read_records, run_batch
+from engine.runs.batch import BatchOptions, run_batch
+from engine.runs.run_folder import read_records
 from ingest.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -24,7 +24,9 @@ from typing import Any
 
 import pytest
 
-from engine.runs.batch import BatchError, BatchOptions, read_records, run_batch, run_status
+from engine.runs.batch import BatchOptions, run_batch
+from engine.runs.handout import BatchError
+from engine.runs.run_folder import read_records, run_status
 from index.build import build_index
 from index.kg_stage import KgSource
 from ingest.errors import ModelError

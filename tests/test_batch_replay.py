@@ -76,7 +76,7 @@ def _without_timing(record: dict[str, Any]) -> dict[str, Any]:
 
 def test_rerun_replays_cached_answers(real_model: str, metaqa_index: Path, shared_data: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.llm.backends import LlamaCppLLM
+    from engine.llm.llama_cpp_backend import LlamaCppLLM
     from engine.runs.evaluate import evaluate_run
 
     questions = shared_data / "metaqa" / "questions" / "1-hop" / "qa_dev.txt"

@@ -29,17 +29,17 @@ from click.testing import CliRunner
 
 from engine.questions.datasets import read_questions
 from engine.runs.batch import (
-    BatchError,
     BatchOptions,
     ShardSpec,
     parse_shard,
-    read_records,
     run_batch,
     select_questions,
     shard_of,
     take_shard,
 )
 from engine.runs.evaluate import evaluate_run
+from engine.runs.handout import BatchError
+from engine.runs.run_folder import read_records
 from engine.runs.shards import evaluate_paths, evaluate_shards
 from ingest.errors import InputError
 

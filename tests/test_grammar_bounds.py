@@ -15,9 +15,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from engine.llm.backends import BaseLLM, Generation, _gbnf_for_schema
+from engine.llm.base import BaseLLM
 from engine.llm.cache import cache_key
+from engine.llm.gbnf import gbnf_for_schema
 from engine.llm.grammar_bounds import fit_schema, max_json_bytes
+from engine.llm.protocol import Generation
 from engine.methods import prompts
 
 SCHEMAS = {
@@ -67,7 +69,7 @@ def test_fitted_schema_fits_the_budget_and_stays_valid(name: str, budget: int) -
     size = max_json_bytes(fitted)
     assert size is not None and len(text.encode()) <= size <= budget
     jsonschema.validate(json.loads(text), schema)  # what the grammar writes validates as before
-    assert _gbnf_for_schema(fitted)  # and llama.cpp's converter takes it
+    assert gbnf_for_schema(fitted)  # and llama.cpp's converter takes it
 
 
 def test_unbounded_or_unknown_schemas_are_left_alone() -> None:

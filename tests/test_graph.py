@@ -25,7 +25,8 @@ from engine.access.graph import (
     subgraph_within,
     topic_paths,
 )
-from engine.access.kg import SCAN_FACTOR, OxigraphKG, is_literal
+from engine.access.kg_protocol import SCAN_FACTOR, is_literal
+from engine.access.oxigraph_kg import OxigraphKG
 from engine.questions.answer_match import normalise_answer
 from index.build import build_index
 from index.entities import EntityTable

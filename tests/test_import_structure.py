@@ -113,6 +113,55 @@ def test_methods_never_import_each_other_nor_concrete_backends() -> None:
         assert not [t for t in targets if t.startswith(forbidden_prefixes)], method
 
 
+PROTOCOL_MODULES = ("engine.llm.protocol", "engine.access.kg_protocol", "engine.access.protocols")
+BACKEND_MODULES = ("engine.llm.llama_cpp_backend", "engine.llm.openai_backend", "engine.llm.scripted",
+                   "engine.access.oxigraph_kg", "engine.access.sparql_endpoint_kg")
+BACKEND_BASES = {"BaseLLM", "GraphBase"}  # engine/llm/base.py, engine/access/kg_base.py
+
+
+def backend_violations(graph: nx.DiGraph) -> list[tuple[str, str]]:
+    """(module, backend) for each protocol module or method module (engine/methods/**) that
+    imports a concrete backend, directly or through other modules (`open_kg`, say): methods see
+    protocols only, and a protocol names no implementation."""
+    seeing = [m for m in graph if m in PROTOCOL_MODULES or m.startswith("engine.methods.")]
+    backends = [b for b in BACKEND_MODULES if b in graph]
+    return sorted((m, b) for m in seeing for b in backends if nx.has_path(graph, m, b))
+
+
+def _backend_modules_found() -> set[str]:
+    """Modules that define a class subclassing a backend base: each must be in BACKEND_MODULES."""
+    found = set()
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and {getattr(b, "id", None) for b in node.bases} & BACKEND_BASES:
+                found.add(name)
+    return found
+
+
+def test_protocols_and_methods_never_import_a_backend() -> None:
+    graph = import_graph()
+    assert set(PROTOCOL_MODULES) | set(BACKEND_MODULES) <= set(graph)  # a rename cannot void it
+    assert _backend_modules_found() == set(BACKEND_MODULES)  # a new backend is listed here
+    bad = backend_violations(graph)
+    assert bad == [], "; ".join(" -> ".join(nx.shortest_path(graph, a, b)) for a, b in bad)
+
+
+def test_the_backend_check_can_fail() -> None:
+    graph = nx.DiGraph([("engine.access.kg_protocol", "engine.access.sparql_endpoint_kg"),
+                        ("engine.methods.tog", "engine.access.open_kg"),
+                        ("engine.access.open_kg", "engine.access.oxigraph_kg"),
+                        ("engine.methods.prompts", "engine.llm.openai_backend"),
+                        ("engine.methods.rag", "engine.llm.protocol"),
+                        ("engine.llm.llama_cpp_backend", "engine.llm.protocol"),
+                        ("engine.runs.context", "engine.llm.llama_cpp_backend")])
+    assert backend_violations(graph) == [
+        ("engine.access.kg_protocol", "engine.access.sparql_endpoint_kg"),
+        ("engine.methods.prompts", "engine.llm.openai_backend"),
+        ("engine.methods.tog", "engine.access.oxigraph_kg"),
+    ]
+
+
 def test_the_cycle_check_can_fail(tmp_path: Path) -> None:
     graph = nx.DiGraph([("a", "b"), ("b", "a")])
     assert list(nx.simple_cycles(graph))

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 import index.build
 from cli import main
-from engine.access.kg import OxigraphKG
+from engine.access.oxigraph_kg import OxigraphKG
 from index.build import build_index
 from index.entities import EntityTable
 from index.kg_stage import KgSource

@@ -26,7 +26,9 @@ from click.testing import CliRunner
 
 from cli import main
 from engine.access import sparql_escape
-from engine.access.kg import SCAN_FACTOR, Edges, OxigraphKG, SparqlEndpointKG, stable_sample
+from engine.access.kg_protocol import SCAN_FACTOR, Edges, stable_sample
+from engine.access.oxigraph_kg import OxigraphKG
+from engine.access.sparql_endpoint_kg import SparqlEndpointKG
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.questions.record import Question
 from engine.runs.answer import answer_question as run_question
@@ -136,7 +138,7 @@ def test_metaqa_relations_tails_and_edges(metaqa_index: Path) -> None:
 
 def test_store_is_shared_read_only_by_processes(metaqa_index: Path) -> None:
     code = (
-        "import sys; from engine.access.kg import OxigraphKG; from index.paths import IndexPaths; "
+        "import sys; from engine.access.oxigraph_kg import OxigraphKG; from index.paths import IndexPaths; "
         "from ingest.terms import mint_entity; from pathlib import Path; "
         "kg = OxigraphKG.open(IndexPaths(Path(sys.argv[1]))); "
         "print(len(kg.relations_of(mint_entity('Ginger Snaps'))))"

@@ -21,17 +21,13 @@ import pytest
 from click.testing import CliRunner
 
 import cli
-from engine.llm.backends import (
-    LLM,
-    LlamaCppLLM,
-    OpenAICompatLLM,
-    _gbnf_for_schema,
-    enum_array,
-    parse_reply,
-)
 from engine.llm.cache import CachedReply, ResponseCache, cache_key
+from engine.llm.gbnf import gbnf_for_schema
+from engine.llm.llama_cpp_backend import LlamaCppLLM
 from engine.llm.models import REGISTRY, model_path
 from engine.llm.open import open_llm
+from engine.llm.openai_backend import OpenAICompatLLM
+from engine.llm.protocol import LLM, enum_array, parse_reply
 from engine.llm.scripted import ScriptedLLM
 from ingest.errors import ModelError
 
@@ -280,7 +276,7 @@ def test_scripted_llm_callable_and_exhaustion() -> None:
 
 
 def test_grammar_escapes_quotes_and_backslashes() -> None:
-    gbnf = _gbnf_for_schema({"enum": ['a "b"', "c\\d"]})
+    gbnf = gbnf_for_schema({"enum": ['a "b"', "c\\d"]})
     assert '\\"a \\\\\\"b\\\\\\"\\"' in gbnf and "c\\\\\\\\d" in gbnf
     assert parse_reply('"c\\\\d"', {"enum": ['a "b"', "c\\d"]}) == ("c\\d", None)
     assert parse_reply("```json\n[1]\n```", {"type": "array"}) == ([1], None)
@@ -323,7 +319,7 @@ def test_cli_chat_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_grammar_strings_exclude_raw_control_characters() -> None:
     """JSON forbids a raw newline inside a string: the grammar must not let a model write one
     (seen with qwen2.5-coder-0.5b on RAG prompts), and a reply that has one still parses."""
-    grammar = _gbnf_for_schema({"type": "object", "properties": {"answer": {"type": "string"}},
+    grammar = gbnf_for_schema({"type": "object", "properties": {"answer": {"type": "string"}},
                                 "required": ["answer"]})
     char_rule = next(line for line in grammar.splitlines() if line.startswith("char ::="))
     assert char_rule.startswith('char ::= [^"\\\\\\x00-\\x1F\\x7F]')

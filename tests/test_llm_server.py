@@ -24,10 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 import cli
-from engine.llm.backends import OpenAICompatLLM
 from engine.llm.cache import ResponseCache
 from engine.llm.models import REGISTRY, model_path
 from engine.llm.open import open_llm
+from engine.llm.openai_backend import OpenAICompatLLM
 from ingest.errors import ModelError
 
 SCHEMA = {

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from engine.llm import threads
-from engine.llm.backends import LlamaCppLLM, default_threads, enum_array
+from engine.llm.llama_cpp_backend import LlamaCppLLM, default_threads
 from engine.llm.models import REGISTRY, model_path
+from engine.llm.protocol import enum_array
 from engine.llm.threads import ActiveModels, LoadMonitor, ThreadPolicy, choose_threads
 
 TINY = REGISTRY["smollm2-135m"]

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from cli import main
 from engine.access.documents import ParquetDocumentStore
-from engine.access.kg import OxigraphKG
+from engine.access.oxigraph_kg import OxigraphKG
 from engine.access.retrieval import DenseScorer, entity_chunks
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.questions.record import Question

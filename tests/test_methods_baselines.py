@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.access.kg import Relation
+from engine.access.kg_protocol import Relation
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.methods.common import majority, rank_answers
 from engine.methods.context import Context

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.access.kg import OxigraphKG
+from engine.access.oxigraph_kg import OxigraphKG
 from engine.access.relations import RelationTable
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.methods.context import Context

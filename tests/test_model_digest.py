@@ -26,7 +26,8 @@ from click.testing import CliRunner
 
 import cli
 from engine.llm import models
-from engine.runs.batch import BatchError, BatchOptions, run_batch
+from engine.runs.batch import BatchOptions, run_batch
+from engine.runs.handout import BatchError
 from index.build import build_index
 from index.kg_stage import KgSource
 from ingest.errors import ModelError

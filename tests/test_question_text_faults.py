@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 from engine.questions.datasets import FORMATS, read_questions
 from engine.questions.record import Question
 from engine.questions.text import Repairs, repair_argument, repair_text
-from engine.runs.batch import BatchOptions, RecordWriter, read_records, run_batch
+from engine.runs.batch import BatchOptions, run_batch
+from engine.runs.run_folder import RecordWriter, read_records
 from ingest.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -210,7 +210,7 @@ def test_pathquestion_first_fact_is_not_taken_for_a_header(tmp_path: Path, share
     build_index(out, [KgSource(kb, "tsv")], [])
     assert kg_counts(out)["filtered"] == {}
     assert kg_counts(out)["triples"] == 2839  # every line of the KB (../shared/data/README.md)
-    from engine.access.kg import open_kg
+    from engine.access.open_kg import open_kg
     from ingest.terms import mint_entity, mint_relation
 
     kg = open_kg(out)

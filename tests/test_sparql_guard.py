@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from engine.access.kg import OxigraphKG, SparqlEndpointKG
+from engine.access.oxigraph_kg import OxigraphKG
+from engine.access.sparql_endpoint_kg import SparqlEndpointKG
 from engine.access.sparql_guard import RefusedQuery, check_local_query, keyword_problems
 from index.build import build_index
 from index.kg_stage import KgSource

@@ -29,7 +29,7 @@ from click.testing import CliRunner
 
 from cli import main
 from engine.access.documents import ParquetDocumentStore
-from engine.access.kg import OxigraphKG
+from engine.access.oxigraph_kg import OxigraphKG
 from index.build import build_index
 from index.doc_stage import DocOptions, DocSource
 from index.kg_stage import KgSource

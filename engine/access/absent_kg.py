@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from engine.access.kg import Direction, Directions, Edges, Relation
+from engine.access.kg_protocol import Direction, Directions, Edges, Relation
 from ingest.errors import IndexError_
 
 

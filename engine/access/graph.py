@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 import networkx as nx
 
-from engine.access.kg import Direction, KnowledgeGraph, is_literal, stable_key
+from engine.access.kg_protocol import Direction, KnowledgeGraph, is_literal, stable_key
 
 Source = Literal["kg", "wiki", "web", "domain"]
 T = TypeVar("T")

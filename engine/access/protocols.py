@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from engine.access.kg import KnowledgeGraph
+from engine.access.kg_protocol import KnowledgeGraph
 from index.embedder import Embedder
 
 if TYPE_CHECKING:

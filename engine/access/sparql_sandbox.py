@@ -129,7 +129,7 @@ def _serialize(result: Any) -> dict[str, Any]:
 
 
 def _answer(request: dict[str, str]) -> dict[str, Any]:
-    from engine.access.kg import OxigraphKG
+    from engine.access.oxigraph_kg import OxigraphKG
     from index.paths import IndexPaths
 
     try:

@@ -19,7 +19,7 @@ from ingest.errors import InputError
 
 if TYPE_CHECKING:
     from engine.access.sparql_sandbox import QueryAnswer
-    from engine.llm.backends import LLM
+    from engine.llm.protocol import LLM
     from engine.methods.context import Context
 
 
@@ -73,7 +73,7 @@ class Index:
         is the Answer's `error`; a model that cannot be used raises (ModelError)."""
         from engine.questions.record import Question
         from engine.runs.answer import answer_question
-        from engine.runs.batch import writable
+        from engine.runs.run_folder import writable
 
         overrides = method_options(method, options, **option_values)
         ctx = self.context(llm, cache=cache)
@@ -123,7 +123,7 @@ class Index:
 
     def relations(self, entity: str, direction: str = "both") -> dict[str, Any]:
         """{entity, label, relations: [{id, label, direction}]} of an entity (`kg relations`)."""
-        from engine.access.kg import open_kg
+        from engine.access.open_kg import open_kg
 
         entity_id, label = self.entity(entity)
         kg = open_kg(self.path, self.kg_endpoint)
@@ -134,7 +134,8 @@ class Index:
     def tails(self, entity: str, relation: str, direction: str = "both",
               limit: int | None = None) -> dict[str, Any]:
         """{entity, relation, tails: [{id, label, literal, direction}]} (`kg tails`)."""
-        from engine.access.kg import is_literal, open_kg
+        from engine.access.kg_protocol import is_literal
+        from engine.access.open_kg import open_kg
         from engine.access.relations import RelationTable
         from index.paths import IndexPaths
 
@@ -198,7 +199,7 @@ def sparql(query: str, *, index: str | Path | None = None, kg_endpoint: str | No
     """Run a read-only SPARQL query on an endpoint (its parsed answer, or N-Triples text) or on
     an index's store (a QueryAnswer, from a child process that cannot open a socket)."""
     if kg_endpoint:
-        from engine.access.kg import SparqlEndpointKG
+        from engine.access.sparql_endpoint_kg import SparqlEndpointKG
 
         return SparqlEndpointKG(kg_endpoint, timeout=timeout).sparql(query)
     if index is None:

@@ -109,11 +109,18 @@ def batch_lines(report: Any, out: Path, shard: str | None = None) -> list[str]:
 
 
 def methods_lines(methods: list[dict[str, Any]]) -> list[str]:
-    """`methods`: each method's summary and its config keys with their defaults."""
+    """`methods`: each method's summary, then one line per config key: its default, allowed
+    values, help and paper reference (a method without them: its keys and defaults on one line)."""
     lines = []
     for method in methods:
         lines.append(f"{method['name']}: {method['summary']}")
-        lines.append("  " + ", ".join(f"{k}={json.dumps(v)}" for k, v in method["defaults"].items()))
+        options = method.get("options") or []
+        if not any(o["help"] for o in options):
+            lines.append("  " + ", ".join(f"{k}={json.dumps(v)}" for k, v in method["defaults"].items()))
+            continue
+        for o in options:
+            paper = f" [{o['paper']}]" if o["paper"] else ""
+            lines.append(f"  {o['key']}={json.dumps(o['default'])} ({o['allowed']}): {o['help']}{paper}")
     return lines
 
 

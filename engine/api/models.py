@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.embeddings_server import EmbeddingsServer
-    from engine.llm.backends import ChatResult
     from engine.llm.models import Verified
+    from engine.llm.protocol import ChatResult
 
 
 def load_plugins(modules: Iterable[str]) -> None:
@@ -21,12 +21,14 @@ def load_plugins(modules: Iterable[str]) -> None:
 
 
 def methods(plugins: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """Every registered method: {name, summary, defaults} (its config keys and their defaults)."""
+    """Every registered method: {name, summary, defaults, options} (its config keys and their
+    defaults; per key its default, allowed values, help and paper reference)."""
     from engine.methods import registry
 
     registry.load_plugins(plugins)
     specs = [registry.get(name) for name in registry.names()]
-    return [{"name": s.name, "summary": s.summary, "defaults": dict(s.defaults)} for s in specs]
+    return [{"name": s.name, "summary": s.summary, "defaults": dict(s.defaults),
+             "options": [o.to_dict() for o in s.options()]} for s in specs]
 
 
 def list_models() -> list[dict[str, Any]]:

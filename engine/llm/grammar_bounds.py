@@ -4,7 +4,7 @@ in a token budget, so that a reply decoded under it cannot be cut off.
 A token is at least one byte of text (byte-level BPE: Qwen, SmolLM2, Llama 3), so a grammar
 whose longest text has at most `max_tokens` bytes always ends, closed, within `max_tokens`.
 `max_json_bytes` measures a schema's longest text the way llama.cpp's schema converter writes
-it (`engine/llm/backends.py` `_gbnf_for_schema`: one optional space after each value, `", "`
+it (`engine/llm/gbnf.py` `gbnf_for_schema`: one optional space after each value, `", "`
 between items, enums as JSON literals in ASCII, a string character up to 6 bytes as a `\\uXXXX`
 escape). `fit_schema` shrinks it: string `maxLength`s first (all in the same proportion), then
 array `maxItems` (never below `minItems`); a fitted string is written with printable ASCII

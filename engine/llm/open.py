@@ -5,16 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.llm.backends import (
-    BaseLLM,
-    ChatResult,
-    LlamaCppLLM,
-    Message,
-    OpenAICompatLLM,
-    schema_validator,
-)
+from engine.llm.base import BaseLLM
 from engine.llm.cache import ResponseCache
+from engine.llm.llama_cpp_backend import LlamaCppLLM
 from engine.llm.models import resolve_local
+from engine.llm.openai_backend import OpenAICompatLLM
+from engine.llm.protocol import ChatResult, Message, schema_validator
 from engine.llm.scripted import ScriptedLLM
 from ingest.errors import InputError
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.llm.backends import BaseLLM, Generation, Message
+from engine.llm.base import BaseLLM
 from engine.llm.cache import ResponseCache
+from engine.llm.protocol import Generation, Message
 from ingest.errors import ModelError
 
 

@@ -3,9 +3,14 @@
 Adding a method touches its own module, its prompts and one line of `registry.py`:
 
     # engine/methods/mymethod.py
-    def run_mymethod(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord: ...
-    MYMETHOD = MethodSpec("mymethod", run_mymethod, {"width": 3}, "one line on what it does",
-                          (positive_ints("width"),))
+    @dataclass(frozen=True)
+    class MyConfig(MethodConfig):  # one field per key: default, check, help, paper reference
+        width: int = option(3, "beam width", "Paper §4.1", low=1)
+
+    def run_mymethod(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+        cfg = MyConfig.from_config(config)  # cfg.width is an int
+        ...
+    MYMETHOD = MethodSpec.typed("mymethod", run_mymethod, MyConfig, "one line on what it does")
 
 A method sees only `Context` (protocols: KnowledgeGraph, DocumentStore, EntityLinker, Embedder,
 LLM), shares `common`, `topics`, `prune`, `labels` and `prompts`, and never imports another

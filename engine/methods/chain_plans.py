@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from engine.access.graph import Subgraph
-from engine.access.kg import is_literal
+from engine.access.kg_protocol import is_literal
 
 Step = tuple[str, str]  # (relation id, direction "out" | "in")
 Label = Callable[[str], str]

@@ -61,15 +61,9 @@ from engine.methods.common import (
     timed,
 )
 from engine.methods.labels import display_text, entity_text
+from engine.methods.method_config import MethodConfig, option
 from engine.methods.question_shape import asked_for
-from engine.methods.spec import (
-    MethodSpec,
-    booleans,
-    non_negative_ints,
-    numbers,
-    one_of,
-    positive_ints,
-)
+from engine.methods.spec import MethodSpec
 from engine.methods.topics import linked_or_searched
 from engine.questions.record import AnswerRecord, Question
 from ingest.errors import LocalkgError
@@ -82,36 +76,46 @@ CHOOSERS = ("llm", "top", "answer")
 SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
-CHAINS_DEFAULTS: dict[str, Any] = {
-    "max_hops": 3,               # longest chain (D_max)
-    "max_topic_entities": 2,
-    "topic_search": 5,           # nothing linked: entities of the question's best passages (0: off)
-    "max_degree": 500,           # subgraph: facts read per node and direction
-    "max_nodes": 20_000,         # subgraph: node budget
-    "beam": 40,                  # chains kept per level to extend further
-    "scorer": "dense",           # dense (the index's embedding model) | lexical (word overlap)
-    "last_step": 0.6,            # the question's first words against the chain's last step
-    "first_step": 0.6,           # the words around the entity's mention against the first step
-    "hop_penalty": 0.06,         # per step beyond the first: a longer chain must earn its steps
-    "hub_penalty": 0.1,          # per tenfold size of the widest set a chain passes through
-    "asked_type": 0.6,           # what the question asks for ("person") against the chain's end set
-    "word_overlap": 0.3,         # share of the chain's steps whose relation words the question uses
-    "shown_chains": 5,           # chains the model chooses among
-    "choose": "llm",             # llm (one call) | top (the scorer's best, no call) | answer (no call:
-                                 # the answer call reads the best `answer_routes` routes)
-    "answer_routes": 3,
-    "max_shown": 2,              # entity names shown per set of a route
-    "max_candidates": 30,        # end entities offered as answers
-    "windows": 4,                # document windows shown to the answer call (0: none)
-    "window_sentences": 2,
-    "question_passages": 3,      # no chain chosen: the question's own best passages searched for windows
-    "max_window_chars": 320,
-    "max_chunks_per_entity": 4,
-    "window_entities": 5,        # entities per set of the route whose documents are read
-    "abstain": True,             # "none" of the routes, then "not found" in the documents: an abstention
-    "max_tokens": 48,
-    "seed": 0,
-}
+_W = {"low": 0.0, "high": 2.0}  # the scorer's weights
+
+
+@dataclass(frozen=True)
+class ChainsConfig(MethodConfig):
+    """`chains` (ours): the chain search, the scorer's weights, the choice, the windows, the answer."""
+
+    max_hops: int = option(3, "longest chain (D_max)", low=1)
+    max_topic_entities: int = option(2, "topic entities to start from", low=1)
+    topic_search: int = option(5, "nothing linked: entities of the question's best passages (0: off)", low=0)
+    max_degree: int = option(500, "subgraph: facts read per node and direction", low=1)
+    max_nodes: int = option(20_000, "subgraph: node budget", low=1)
+    beam: int = option(40, "chains kept per level to extend further", low=1)
+    scorer: str = option("dense", "chain scorer: the index's embedding model, or word overlap", choices=SCORERS)
+    last_step: float = option(0.6, "weight: the question's first words against the chain's last step", **_W)
+    first_step: float = option(0.6, "weight: the words around the entity's mention against the first step", **_W)
+    hop_penalty: float = option(0.06, "per step beyond the first: a longer chain must earn its steps", **_W)
+    hub_penalty: float = option(0.1, "per tenfold size of the widest set a chain passes through", **_W)
+    asked_type: float = option(0.6, "weight: what the question asks for (\"person\") against the chain's end set",
+                               **_W)
+    word_overlap: float = option(0.3, "weight: share of the chain's steps whose relation words the question uses",
+                                 **_W)
+    shown_chains: int = option(5, "chains the model chooses among", low=1)
+    choose: str = option("llm", "llm: one choice call; top: the scorer's best, no call; answer: no call, "
+                                "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
+    answer_routes: int = option(3, "choose=answer: routes the answer call reads", low=1)
+    max_shown: int = option(2, "entity names shown per set of a route", low=1)
+    max_candidates: int = option(30, "end entities offered as answers", low=1)
+    windows: int = option(4, "document windows shown to the answer call (0: none)", low=0)
+    window_sentences: int = option(2, "sentences per document window", low=1)
+    question_passages: int = option(3, "the question's own best passages searched for windows (0: off)", low=0)
+    max_window_chars: int = option(320, "characters kept of a window", low=1)
+    max_chunks_per_entity: int = option(4, "chunks read per entity for windows", low=1)
+    window_entities: int = option(5, "entities per set of the route whose documents are read", low=1)
+    abstain: bool = option(True, '"none" of the routes, then "not found" in the documents: an abstention')
+    max_tokens: int = option(48, "token limit of the answer call", low=1)
+    seed: int = option(0, "sampling seed", low=0)
+
+
+CHAINS_DEFAULTS: dict[str, Any] = ChainsConfig.defaults()
 
 _MASK = re.compile(r"\[[^\]]*\]")
 
@@ -234,15 +238,16 @@ class ScoreWeights:
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap")
 
     @classmethod
-    def of(cls, config: dict[str, Any]) -> ScoreWeights:
-        return cls(*(float(config[k]) for k in cls.KEYS))
+    def of(cls, config: ChainsConfig) -> ScoreWeights:
+        return cls(*(float(getattr(config, k)) for k in cls.KEYS))
 
 
 class ChainsRun:
     """One question's run (see the module docstring)."""
 
     def __init__(self, question: Question, ctx: Context, config: dict[str, Any]) -> None:
-        self.question, self.ctx, self.config = question, ctx, config
+        self.question, self.ctx = question, ctx
+        self.config = ChainsConfig.from_config(config)
         self.kg = ctx.kg
         self.record = new_record(question, "chains")
         self.text = question_text(question)
@@ -257,19 +262,19 @@ class ChainsRun:
 
     def run(self) -> AnswerRecord:
         cfg = self.config
-        topics = linked_or_searched(self.question, self.ctx, self.record, int(cfg["max_topic_entities"]),
-                                    int(cfg["topic_search"]), lambda e: display_text(self.kg, e))
+        topics = linked_or_searched(self.question, self.ctx, self.record, cfg.max_topic_entities,
+                                    cfg.topic_search, lambda e: display_text(self.kg, e))
         shown = self.plan(topics)
-        if cfg["choose"] == "answer" and shown:  # no choice call: the answer call reads the best routes
-            read = shown[: int(cfg["answer_routes"])]
+        if cfg.choose == "answer" and shown:  # no choice call: the answer call reads the best routes
+            read = shown[: cfg.answer_routes]
             self.record.extra["choice"] = f"R1-R{len(read)} (no call: the answer chooses)"
-            per_route = max(1, int(cfg["max_candidates"]) // len(read))
+            per_route = max(1, cfg.max_candidates // len(read))
             candidates = list(dict.fromkeys(e for c in read for e in c.ends[:per_route]))
             evidence = self.evidence(topics, read, candidates)
             self.answer(topics, read[0], candidates, evidence)
             return self.record
         chosen = self.choose(shown)
-        candidates = chosen.ends[: int(cfg["max_candidates"])] if chosen else []
+        candidates = chosen.ends[: cfg.max_candidates] if chosen else []
         evidence = self.evidence(topics, [chosen] if chosen else [], candidates)
         self.answer(topics, chosen, candidates, evidence)
         return self.record
@@ -281,12 +286,12 @@ class ChainsRun:
         if not topics:
             return []
         with timed(self.record, "subgraph"):
-            sub = subgraph_within(self.kg, topics, int(cfg["max_hops"]), max_degree=int(cfg["max_degree"]),
-                                  max_nodes=int(cfg["max_nodes"]))
+            sub = subgraph_within(self.kg, topics, cfg.max_hops, max_degree=cfg.max_degree,
+                                  max_nodes=cfg.max_nodes)
         self.sub = sub
         self.record.extra["subgraph"] = sub.summary()
         query = _masked(self.question, [self.label(t) for t in topics])
-        scorer = _Scorer(str(cfg["scorer"]), query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
+        scorer = _Scorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
                          self.label)
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
@@ -294,7 +299,7 @@ class ChainsRun:
             for i in range(len(per_topic)):
                 for j in range(i + 1, len(per_topic)):
                     every.extend(joined_chains(per_topic[i], per_topic[j]))
-            shown = distinct_best(every, int(cfg["shown_chains"]))
+            shown = distinct_best(every, cfg.shown_chains)
         self.record.extra["chains_scored"] = len(every)
         self.record.extra["chains_shown"] = [
             {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.kg.relation_label),
@@ -313,11 +318,11 @@ class ChainsRun:
         return gold_held(self.question.answers, [self.label(e) for e in entities], texts)
 
     def _chains_of(self, sub: Subgraph, topic: str, scorer: _Scorer) -> list[Chain]:
-        return enumerate_chains(sub, topic, int(self.config["max_hops"]), scorer=scorer,
-                                beam=int(self.config["beam"]))
+        return enumerate_chains(sub, topic, self.config.max_hops, scorer=scorer,
+                                beam=self.config.beam)
 
     def route(self, chain: Chain) -> str:
-        return chain.sentence(self.label, self.kg.relation_label, int(self.config["max_shown"]))
+        return chain.sentence(self.label, self.kg.relation_label, self.config.max_shown)
 
     # ---- 3. one choice ----------------------------------------------------------------------------
 
@@ -325,13 +330,13 @@ class ChainsRun:
         if not shown:
             self.record.extra["choice"] = None
             return None
-        if len(shown) == 1 or self.config["choose"] == "top":
+        if len(shown) == 1 or self.config.choose == "top":
             self.record.extra["choice"] = "R1 (no call)"
             return shown[0]
         parsed = ask(self.ctx.llm, self.record, system=cp.CHOOSE_SYSTEM,
                      user=cp.choose_user(self.text, [self.route(c) for c in shown]),
                      schema=cp.choose_schema(len(shown)), stage="choose", temperature=0.0,
-                     max_tokens=12, seed=int(self.config["seed"]))
+                     max_tokens=12, seed=self.config.seed)
         route = str(parsed.get("route", "")) if isinstance(parsed, dict) else ""
         self.record.extra["choice"] = route or "R1 (reply invalid)"
         if route == cp.NONE_CHAIN:
@@ -361,7 +366,7 @@ class ChainsRun:
         of an entity on the way that only its documents hold ("the chief executive of the
         company that supplies X": the graph reaches the company, its report names the CEO)."""
         sets = [s for c in [chain, *([chain.also] if chain.also else [])] for s in reversed(c.sets[1:])]
-        return list(dict.fromkeys(e for s in sets for e in s[: int(self.config["window_entities"])]))
+        return list(dict.fromkeys(e for s in sets for e in s[: self.config.window_entities]))
 
     def _fact(self, chain: Chain, candidates: list[str]) -> str:
         """The chosen chain as one line, its end set in full up to the candidates."""
@@ -400,31 +405,31 @@ class ChainsRun:
         by cosine to the question with the topic entities masked: the topic's own report names
         its own chief executive, which is not what "the chief executive of its supplier" asks."""
         cfg = self.config
-        if int(cfg["windows"]) <= 0 or self.docs is None:
+        if cfg.windows <= 0 or self.docs is None:
             return []
         docs = self.docs
         with timed(self.record, "retrieval"):
             chunks: dict[str, Any] = {}  # chunk id -> ChunkRecord
             for entity in readers or topics:
-                for chunk in docs.chunks_of(entity, int(cfg["max_chunks_per_entity"])):
+                for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
                     chunks.setdefault(chunk.chunk_id, chunk)
-            if searched and int(cfg["question_passages"]) > 0:
+            if searched and cfg.question_passages > 0:
                 try:
-                    hits = docs.dense_search(self.text, int(cfg["question_passages"]))
+                    hits = docs.dense_search(self.text, cfg.question_passages)
                 except LocalkgError:  # built without vectors
-                    hits = docs.sparse_search(self.text, int(cfg["question_passages"]))
+                    hits = docs.sparse_search(self.text, cfg.question_passages)
                 for hit in hits:
                     chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
             units: list[ShownWindow] = []
-            size = int(cfg["window_sentences"])
-            limit = int(cfg["max_window_chars"])
+            size = cfg.window_sentences
+            limit = cfg.max_window_chars
             for chunk in chunks.values():
                 for window in sentence_windows(chunk, size, stride=max(1, size - 1)):
                     text = " ".join(window.text.split())[:limit]
                     shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
                     units.append(ShownWindow(shown, chunk.chunk_id, chunk.title, chunk.collection))
             if not units or self.dense is None:
-                return units[: int(cfg["windows"])]
+                return units[: cfg.windows]
             ranked = self.dense.rank(self.masked, [u.text for u in units])
             kept: list[ShownWindow] = []
             seen: set[str] = set()
@@ -432,7 +437,7 @@ class ChainsRun:
                 if units[i].text not in seen:
                     seen.add(units[i].text)
                     kept.append(units[i])
-                if len(kept) >= int(cfg["windows"]):
+                if len(kept) >= cfg.windows:
                     break
         return kept
 
@@ -452,11 +457,11 @@ class ChainsRun:
         # "not found" is offered where the evidence may not hold the answer: no route was chosen
         # (documents only). A chosen route reaches entities: the model answers from them or from
         # the windows (a 0.5B model said "not found" beside a route that listed the answer).
-        offer = not names and bool(cfg["abstain"])
+        offer = not names and cfg.abstain
         parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
                      user=cp.answer_user(self.text, evidence.facts, passages),
                      schema=cp.answer_schema(allowed, offer), stage="answer", temperature=0.0,
-                     max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]))
+                     max_tokens=cfg.max_tokens, seed=cfg.seed)
         answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
         record.extra["model_answer"] = answer
         if answer == cp.NOT_FOUND:
@@ -477,14 +482,8 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
     return ChainsRun(question, ctx, config).run()
 
 
-CHAINS = MethodSpec(
-    "chains", run_chains, CHAINS_DEFAULTS,
+CHAINS = MethodSpec.typed(
+    "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search, one chain choice, one answer",
-    checks=(positive_ints("answer_routes", "max_hops", "max_topic_entities", "max_degree", "max_nodes", "beam", "shown_chains",
-                          "max_shown", "max_candidates", "window_sentences", "max_window_chars", "window_entities",
-                          "max_chunks_per_entity", "max_tokens"),
-            non_negative_ints("topic_search", "windows", "question_passages", "seed"),
-            one_of("choose", CHOOSERS), one_of("scorer", SCORERS), booleans("abstain"),
-            numbers(*ScoreWeights.KEYS, low=0.0, high=2.0)),
     hash_when_set=("answer_routes",),
 )

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from engine.llm.backends import LLM, ChatResult
+from engine.llm.protocol import LLM, ChatResult
 from engine.methods import prompts
 from engine.questions.answer_match import answer_set, normalise_answer
 from engine.questions.answer_match import names as _contains

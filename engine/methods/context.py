@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.access.protocols import DocumentStore, Embedder, EntityLinker, KnowledgeGraph
-from engine.llm.backends import LLM
+from engine.llm.protocol import LLM
 
 
 def _missing(what: str) -> Callable[[], Any]:

@@ -72,7 +72,9 @@ from engine.methods.hydra_paths import (
     skyline_order,
 )
 from engine.methods.hydra_score import (
-    SCORE_DEFAULTS,
+    ALIGNMENT_MODES,
+    RELEVANCE_MODES,
+    SUPPORT_MODES,
     Candidate,
     Pruned,
     ScoreConfig,
@@ -81,14 +83,8 @@ from engine.methods.hydra_score import (
     relevance_scores,
 )
 from engine.methods.labels import display_text, entity_text
-from engine.methods.spec import (
-    MethodSpec,
-    booleans,
-    non_negative_ints,
-    numbers,
-    one_of,
-    positive_ints,
-)
+from engine.methods.method_config import MethodConfig, option
+from engine.methods.spec import MethodSpec
 from engine.methods.topics import linked_or_searched
 from engine.questions.record import AnswerRecord, AnswerSource, Question
 from index.entities import normalise
@@ -102,53 +98,94 @@ SOURCES = ("kg", "wiki", "web")
 PHASES = ("initial", "refined", "predicted", "fallback")
 SUPPORT_NAMES = {"kg": "KG", "wiki": "Wiki", "web": "Web"}
 
-HYDRA_DEFAULTS: dict[str, Any] = {
-    **SCORE_DEFAULTS,                 # lambda_sem, alpha_cross, w1, w2, w_max, priors, alpha_k, gamma, modes
-    "alpha_k": list(SCORE_DEFAULTS["alpha_k"]),
-    "d_max": 3,                       # D_max: subgraph hops and the refined / predicted depth
-    "max_topic_entities": 3,
-    "topic_search": 5,                # nothing linked: entities of the question's top passages (0: off)
-    "max_degree": 500,                # subgraph: facts read per node and direction
-    "max_nodes": 20_000,              # subgraph: node budget
-    "max_paths": 10_000,              # path search: paths kept per search
-    "max_shown": 5,                   # names shown per entity set of a grouped path
-    "one_relation_per_edge": False,   # hydra-e: one seeded-random relation per clustered edge
-    "source_selection": True,         # the model chooses the initial sources (false: all available)
-    "window_sentences": 1,            # sentences per document window
-    "max_chunks_per_entity": 20,
-    "max_sentence_chars": 300,
-    "web_k": 5,                       # web chunks the question search returns
-    "web_search": "dense",            # dense | sparse (BM25)
-    "web_collections": "web",         # web: the question search covers the `web` collection; all: every collection
-    "doc_evidence": "paths",          # paths: the model writes the windows as knowledge paths (paper); sentences: the windows
-    "doc_entities": "topics",         # topics: Wiki = the topic entities' documents (paper); reached: in the refined
-                                      # and predicted phases also those of the entities on the chosen KG paths
-    "max_doc_entities": 10,           # doc_entities=reached: reached entities whose documents are read, at most
-    "align_threshold": 0.8,           # predicted answers: cosine to a subgraph entity's name
-    "max_align_nodes": 2000,          # subgraph entities embedded for that alignment
-    "require_grounded_answer": True,  # a {Yes} whose answer the selected paths do not name is a {No}
-    # Our additions (README, "hydra"): the paper's way is the default; measured on dev with the
-    # 0.5B model, the other values help some sets and hurt others (README: "Options measured").
-    "group_scoring": "group",         # group: a grouped KG path scored as shown; member: as its first member path
-    "beam": "paths",                  # paths: the best W1 partial paths (paper); chains: in turns across relation chains
-    "initial_depth": "predicted",     # predicted: min(D_predict, D_max) (paper); max: D_max
-    "path_lengths": "band",           # band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= |T|D
-    "answer_choice": "free",          # free: any text (paper); paths: a name the chosen KG paths show;
-                                      # evidence (ours): those names or a span of the chosen sentences
-    "temperature_analysis": 0.0,
-    "temperature_exploration": 0.4,   # Appendix C: 0.4 during exploration (doc paths, refine, predict)
-    "temperature_selection": 0.0,     # Appendix C: 0 for pruning (the released code: 0.4)
-    "temperature_answer": 0.0,
-    "analysis_max_tokens": 200,
-    "doc_paths_max_tokens": 256,
-    "selection_max_tokens": 48,
-    "answer_max_tokens": 160,
-    "refine_max_tokens": 96,
-    "predict_max_tokens": 160,
-    "max_answer_names": 60,           # answer_choice paths: names offered at most
-    "trace_max_entities": 300,        # entity names kept per stage in extra.trace
-    "seed": 0,
-}
+_UNIT = {"low": 0.0, "high": 1.0}
+_TEMP = {"low": 0.0, "high": 2.0}
+
+
+@dataclass(frozen=True)
+class HydraConfig(MethodConfig):
+    """`hydra`: the scoring keys (`hydra_score.ScoreConfig`), the search and document bounds, our
+    options (the paper's way is each one's default) and the calls' settings."""
+
+    lambda_sem: float = option(0.7, "relevance: weight of the semantic term", "HydraRAG App. C", **_UNIT)
+    alpha_cross: float = option(0.7, "cross-score weight", "HydraRAG App. C", **_UNIT)
+    w1: int = option(100, "W1: partial paths kept per level of the path search", "HydraRAG App. C", low=1)
+    w2: int = option(20, "W2: candidates kept by the first prune (the released code: 40)", "HydraRAG App. C", low=1)
+    w_max: int = option(3, "W_max: evidence paths selected per phase", "HydraRAG App. C", low=1)
+    prior_kg: float = option(1.0, "source prior rho of the KG", "HydraRAG §4", low=0.0)
+    prior_wiki: float = option(0.8, "source prior rho of the Wiki documents", "HydraRAG §4", low=0.0)
+    prior_web: float = option(0.7, "source prior rho of the web documents", "HydraRAG §4", low=0.0)
+    alpha_k: list[float] = option([1 / 3, 1 / 3, 1 / 3], "weights of prior, support, alignment",
+                                  "HydraRAG §4", low=0.0)
+    gamma: float = option(0.8, "support threshold (cosine; the paper gives none)", **_UNIT)
+    relevance: str = option("paper", "cosine: the released code (no Jaccard term)", "HydraRAG §4",
+                            choices=RELEVANCE_MODES)
+    support: str = option("paper", "code: 0/1/2/3+ supporting paths -> 0.6/0.7/0.8/0.9", "HydraRAG §4",
+                          choices=SUPPORT_MODES)
+    alignment: str = option("paper", "code: the best cosine to a KG path instead of the subgraph share",
+                            "HydraRAG §4", choices=ALIGNMENT_MODES)
+    d_max: int = option(3, "D_max: subgraph hops and the refined / predicted depth", "HydraRAG App. C", low=1)
+    max_topic_entities: int = option(3, "topic entities to start from", low=1)
+    topic_search: int = option(5, "nothing linked: entities of the question's top passages (0: off)", low=0)
+    max_degree: int = option(500, "subgraph: facts read per node and direction", low=1)
+    max_nodes: int = option(20_000, "subgraph: node budget", low=1)
+    max_paths: int = option(10_000, "path search: paths kept per search", low=1)
+    max_shown: int = option(5, "names shown per entity set of a grouped path", low=1)
+    one_relation_per_edge: bool = option(False, "hydra-e: one seeded-random relation per clustered edge",
+                                         "HydraRAG-E")
+    source_selection: bool = option(True, "the model chooses the initial sources (false: all available)",
+                                    "HydraRAG §4")
+    window_sentences: int = option(1, "sentences per document window", low=1)
+    max_chunks_per_entity: int = option(20, "chunks read per entity for windows", low=1)
+    max_sentence_chars: int = option(300, "characters of a window as shown", low=1)
+    web_k: int = option(5, "web chunks the question search returns", low=1)
+    web_search: str = option("dense", "the web search: dense, or sparse (BM25)", choices=("dense", "sparse"))
+    web_collections: str = option("web", "what the web search covers: the web collection, or all collections",
+                                  choices=("web", "all"))
+    doc_evidence: str = option("paths", "paths: the model writes the windows as knowledge paths (paper); "
+                                        "sentences: the windows themselves", "HydraRAG §4",
+                               choices=("paths", "sentences"))
+    doc_entities: str = option("topics", "whose documents Wiki reads: the topic entities' (paper), or also "
+                                         "those reached on the chosen KG paths", choices=("topics", "reached"))
+    max_doc_entities: int = option(10, "doc_entities=reached: reached entities whose documents are read", low=1)
+    align_threshold: float = option(0.8, "predicted answers: cosine to a subgraph entity's name", **_UNIT)
+    max_align_nodes: int = option(2000, "subgraph entities embedded for that alignment", low=1)
+    require_grounded_answer: bool = option(True, "a Yes whose answer the selected paths do not name is a No")
+    group_scoring: str = option("group", "group: a grouped KG path scored as shown; member: as its first "
+                                         "member path", choices=("group", "member"))
+    beam: str = option("paths", "paths: the best W1 partial paths (paper); chains: in turns across relation "
+                                "chains", choices=("paths", "chains"))
+    initial_depth: str = option("predicted", "predicted: min(D_predict, D_max) (paper); max: D_max",
+                                choices=("predicted", "max"))
+    path_lengths: str = option("band", "band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= "
+                                       "|T|D", choices=("band", "up_to"))
+    answer_choice: str = option("free", "free: any text (paper); paths: a name the chosen KG paths show; "
+                                        "evidence: those names or a span of the chosen sentences",
+                                choices=("free", "paths", "evidence"))
+    temperature_analysis: float = option(0.0, "temperature of the analysis call", **_TEMP)
+    temperature_exploration: float = option(0.4, "temperature of doc paths, refine, predict", "HydraRAG App. C", **_TEMP)
+    temperature_selection: float = option(0.0, "temperature of pruning (the released code: 0.4)", "HydraRAG App. C", **_TEMP)
+    temperature_answer: float = option(0.0, "temperature of the answer calls", **_TEMP)
+    analysis_max_tokens: int = option(200, "token limit of the analysis call", low=1)
+    doc_paths_max_tokens: int = option(256, "token limit of the doc paths call", low=1)
+    selection_max_tokens: int = option(48, "token limit of a selection call", low=1)
+    answer_max_tokens: int = option(160, "token limit of an answer call", low=1)
+    refine_max_tokens: int = option(96, "token limit of a refine call", low=1)
+    predict_max_tokens: int = option(160, "token limit of a predict call", low=1)
+    max_answer_names: int = option(60, "answer_choice=paths: names offered at most", low=1)
+    trace_max_entities: int = option(300, "entity names kept per stage in extra.trace", low=1)
+    seed: int = option(0, "the seed of every call and of hydra-e's relation choice")
+
+
+@dataclass(frozen=True)
+class HydraEConfig(HydraConfig):
+    """`hydra-e`: `hydra` on a subgraph with one seeded-random relation per clustered edge."""
+
+    one_relation_per_edge: bool = option(True, "hydra-e: one seeded-random relation per clustered edge",
+                                         "HydraRAG-E")
+
+
+HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()
 SCORE_KIND = "HydraRAG cross-score (Algorithm 4)"
 
 @dataclass
@@ -178,7 +215,8 @@ class _Hydra:
     """State of one HydraRAG question."""
 
     def __init__(self, question: Question, ctx: Context, config: dict[str, Any], method: str) -> None:
-        self.question, self.ctx, self.config = question, ctx, config
+        self.question, self.ctx = question, ctx
+        self.config = (HydraEConfig if method == "hydra-e" else HydraConfig).from_config(config)
         self.kg = ctx.kg
         self.text = question_text(question)
         self.record = new_record(question, method)
@@ -221,8 +259,8 @@ class _Hydra:
         if query not in self._web_found:
             try:
                 self._web_found[query] = web_sentences(
-                    self.docs, query, int(self.config["web_k"]), self.config["web_search"],
-                    int(self.config["window_sentences"]), WEB if self.config["web_collections"] == "web" else None)
+                    self.docs, query, self.config.web_k, self.config.web_search,
+                    self.config.window_sentences, WEB if self.config.web_collections == "web" else None)
             except (LocalkgError, RuntimeError, ValueError) as exc:  # e.g. built without vectors
                 self.record.extra.setdefault("notes", []).append(f"web search failed: {exc}")
                 self._web_found[query] = []
@@ -232,12 +270,12 @@ class _Hydra:
     def _ask(self, system: str, user: str, schema: dict[str, Any], stage: str, temperature: str,
              max_tokens: str) -> Any | None:
         return ask(self.ctx.llm, self.record, system=system, user=user, schema=schema, stage=stage,
-                   temperature=float(self.config[temperature]), max_tokens=int(self.config[max_tokens]),
-                   seed=int(self.config["seed"]))
+                   temperature=float(getattr(self.config, temperature)), max_tokens=getattr(self.config, max_tokens),
+                   seed=self.config.seed)
 
     def analyse(self, available: Sequence[str]) -> Analysis:
         """Question analysis and source selection in one call; a fallback when it fails."""
-        d_max = int(self.config["d_max"])
+        d_max = self.config.d_max
         offered = list(available) or ["kg"]
         parsed = self._ask(hp.ANALYSIS_SYSTEM, hp.analysis_user(self.text, self.topic_labels, offered),
                            hp.analysis_schema(offered, d_max), "analysis", "temperature_analysis",
@@ -248,7 +286,7 @@ class _Hydra:
             return Analysis([self.text], self.text, d_max, list(available), fallback=True)
         subs = [" ".join(str(s).split()) for s in parsed.get("sub_questions", []) if str(s).strip()]
         chosen = [s for s in SOURCES if s in parsed.get("sources", []) and s in available]
-        if not self.config["source_selection"] or not chosen:
+        if not self.config.source_selection or not chosen:
             chosen = list(available)
         return Analysis(subs, skyline, skyline_depth(skyline, self.topic_labels, d_max), chosen)
 
@@ -256,13 +294,13 @@ class _Hydra:
     def subgraph(self) -> Subgraph:
         if self.sub is None:
             with timed(self.record, "subgraph"):
-                sub = subgraph_within(self.kg, self.topics, int(self.config["d_max"]),
-                                      max_degree=int(self.config["max_degree"]),
-                                      max_nodes=int(self.config["max_nodes"]))
+                sub = subgraph_within(self.kg, self.topics, self.config.d_max,
+                                      max_degree=self.config.max_degree,
+                                      max_nodes=self.config.max_nodes)
                 summary: dict[str, Any] = sub.summary()
-                if self.config["one_relation_per_edge"]:
+                if self.config.one_relation_per_edge:
                     summary["clustered_edges"] = clustered_edges(sub)
-                    sub = one_relation_per_edge(sub, int(self.config["seed"]))
+                    sub = one_relation_per_edge(sub, self.config.seed)
                 self.sub, self.connected = sub, sub.connecting()
             summary["connecting_nodes"] = self.connected.graph.number_of_nodes()
             summary["gold"] = self.gold_in(self.subgraph_labels().values())
@@ -293,11 +331,11 @@ class _Hydra:
         scorer = relevance_scorer(self.label, self.kg.relation_label, topics, self.relevance(indicator)) \
             if self.scorer is not None else None
         with timed(self.record, "path_search"):
-            found: KgPaths = search_paths(graph, topics, depth, w1=int(self.config["w1"]), scorer=scorer,
-                                          max_paths=int(self.config["max_paths"]), all_depths=all_depths,
-                                          diverse=self.config["beam"] == "chains")
-        cands = path_candidates(found.groups, self.label, self.kg.relation_label, int(self.config["max_shown"]),
-                                self.config["group_scoring"])
+            found: KgPaths = search_paths(graph, topics, depth, w1=self.config.w1, scorer=scorer,
+                                          max_paths=self.config.max_paths, all_depths=all_depths,
+                                          diverse=self.config.beam == "chains")
+        cands = path_candidates(found.groups, self.label, self.kg.relation_label, self.config.max_shown,
+                                self.config.group_scoring)
         names = [self.label(n) for p in found.paths for n in p.entities]
         step.setdefault("bfs", []).append({"topics": [self.name(t) for t in topics], "depth": depth,
                                            "paths": len(found.paths), "groups": len(found.groups),
@@ -309,11 +347,11 @@ class _Hydra:
                   step: dict[str, Any], reached: Sequence[str] = ()) -> list[Candidate]:
         if self.docs is None or self.scorer is None:
             return []
-        k, chars = int(self.config["w_max"]), int(self.config["max_sentence_chars"])
+        k, chars = self.config.w_max, self.config.max_sentence_chars
         kept: list[Sentence] = []
         with timed(self.record, "doc_retrieval"):
             if "wiki" in sources:
-                window, max_chunks = int(self.config["window_sentences"]), int(self.config["max_chunks_per_entity"])
+                window, max_chunks = self.config.window_sentences, self.config.max_chunks_per_entity
                 found = entity_sentences(self.docs, entities, window, max_chunks)
                 kept += top_sentences(self.scorer, indicator, found, k, chars)
                 if reached:  # their own top W_max, without the windows just ranked
@@ -327,10 +365,13 @@ class _Hydra:
                 kept += top_sentences(self.scorer, indicator, fresh, k, chars)
         step["sentences"] = [s.chunk_id for s in kept]
         labels = [self.label(e) for e in entities]
-        if self.config["doc_evidence"] == "sentences":
+        if self.config.doc_evidence == "sentences":
             cands = sentence_candidates(kept, labels, chars)
         else:
-            cands = knowledge_paths(self.ctx.llm, self.record, kept, labels, indicator, self.config)
+            cfg = self.config
+            cands = knowledge_paths(self.ctx.llm, self.record, kept, labels, indicator,
+                                    max_chars=cfg.max_sentence_chars, temperature=float(cfg.temperature_exploration),
+                                    max_tokens=cfg.doc_paths_max_tokens, seed=cfg.seed)
         step["doc_paths"] = [c.text for c in cands]
         return cands
 
@@ -355,7 +396,7 @@ class _Hydra:
 
     def select(self, kept: Sequence[Scored], indicator: str) -> list[Candidate]:
         """LLM-aware selection: the top W_max of the W2 (no call when there is nothing to choose)."""
-        k = int(self.config["w_max"])
+        k = self.config.w_max
         cands = [s.candidate for s in kept]
         if len(cands) <= k:
             return cands
@@ -397,7 +438,7 @@ class _Hydra:
         step["answer"] = {"enough": "Yes" if said_yes else "No", "answer": result.answer,
                           "facts": parsed.get("facts", "") if isinstance(parsed, dict) else ""}
         result.enough = said_yes
-        if said_yes and self.config["require_grounded_answer"] and not self.support(result.answer, result.selected):
+        if said_yes and self.config.require_grounded_answer and not self.support(result.answer, result.selected):
             step["answer"]["ungrounded_answer"] = True
             result.enough = False
         step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
@@ -407,7 +448,7 @@ class _Hydra:
         """The sources of the refined and predicted phases: every available one; with
         `doc_entities: reached`, Wiki too whenever the index has documents (the entities the
         KG paths reach may have documents where the topic entities have none)."""
-        if self.config["doc_entities"] == "reached" and self.docs is not None and "wiki" not in available:
+        if self.config.doc_entities == "reached" and self.docs is not None and "wiki" not in available:
             return [s for s in SOURCES if s in available or s == "wiki"]
         return list(available)
 
@@ -419,14 +460,14 @@ class _Hydra:
         step: a chain's middle or end may have in its document what the KG lacks about it).
         Their windows get their own top W_max (the topic entities' windows would outrank them:
         the indicator names the topic entity). Empty with `doc_entities: topics` (paper)."""
-        if self.config["doc_entities"] != "reached":
+        if self.config.doc_entities != "reached":
             return []
         groups = [cast("GroupedPath", c.payload) for a in attempts for c in a.selected if c.source == "kg"]
         levels = max((len(g.sets) for g in groups), default=0)
         near_first = [e for i in range(1, levels) for g in groups if i < len(g.sets) for e in g.sets[i]]
         named = [e for e in dict.fromkeys(near_first)
                  if e not in topics and not self.label(e).startswith("unnamed entity")]
-        reached = named[: int(self.config["max_doc_entities"])]
+        reached = named[: self.config.max_doc_entities]
         if reached:
             step["reached_docs"] = [self.name(e) for e in reached]
         return reached
@@ -438,13 +479,13 @@ class _Hydra:
         answers need not be an entity's name). With `answer_choice: evidence` (ours): those names
         and the answer-shaped spans (names, dates, figures, "yes"/"no") of the source sentences
         of the selected document evidence, whatever the sources selected."""
-        choice = self.config["answer_choice"]
+        choice = self.config.answer_choice
         if choice == "free" or not selected or (choice == "paths" and any(c.source != "kg" for c in selected)):
             return []
         topics = {normalise(t) for t in self.topic_labels}
         shown = [n for c in selected if c.source == "kg" for n in reversed(c.entities)]  # ends first
         names = [n for n in dict.fromkeys(shown) if normalise(n) not in topics and not n.startswith("unnamed entity")]
-        limit = int(self.config["max_answer_names"])
+        limit = self.config.max_answer_names
         if choice == "paths":
             return names[:limit]
         sentences = [c.payload.sentence.text for c in selected if isinstance(c.payload, DocPath)]
@@ -479,7 +520,7 @@ class _Hydra:
 
     def stage_names(self, names: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
         distinct = list(dict.fromkeys(names))
-        cap = int(self.config["trace_max_entities"])
+        cap = self.config.trace_max_entities
         return {"entities": distinct[:cap], "entity_count": len(distinct), "gold": self.gold_in(distinct, texts)}
 
     def scored_stage(self, scored: Sequence[Scored]) -> dict[str, Any]:
@@ -493,14 +534,14 @@ class _Hydra:
             score = scores.get(id(c))
             if c.source == "kg":
                 group = cast("GroupedPath", c.payload)
-                for path in group.paths[: int(self.config["max_shown"])]:
+                for path in group.paths[: self.config.max_shown]:
                     ev = EvidencePath.from_path(path, self.name, self.kg.relation_label)
                     ev.score, ev.score_kind = score, SCORE_KIND
                     result.append(ev)
             else:
                 s = cast(DocPath, c.payload).sentence
                 source = cast(Source, s.collection if s.collection in ("wiki", "web", "domain") else "domain")
-                written = "model" if self.config["doc_evidence"] == "paths" else None
+                written = "model" if self.config.doc_evidence == "paths" else None
                 result.append(EvidencePath(source=source, sentences=[s.text, c.text], chunk_ids=[s.chunk_id],
                                            titles=[s.title], score=score, score_kind=SCORE_KIND,
                                            written_by=written))
@@ -549,14 +590,14 @@ def _refine(run: _Hydra, analysis: Analysis, last: Attempt) -> tuple[str, str, l
     topics = list(run.topics)
     try:
         linker = run.ctx.linker
-        topics += [c.entity for c in linker.link(q_new) if linker.has(c.entity)][: int(run.config["max_topic_entities"])]
+        topics += [c.entity for c in linker.link(q_new) if linker.has(c.entity)][: run.config.max_topic_entities]
     except (LocalkgError, RuntimeError):
         pass
     return q_new, i_new, list(dict.fromkeys(topics))
 
 
 def _predict(run: _Hydra, pool: Sequence[Candidate]) -> list[tuple[str, str]]:
-    k = int(run.config["w_max"])
+    k = run.config.w_max
     shown = list(dict.fromkeys(c.text for c in pool))[: 2 * k]  # the paths chosen in both phases
     parsed = run._ask(hp.PREDICT_SYSTEM, hp.predict_user(shown, run.text, k), hp.predict_schema(k), "predict",
                       "temperature_exploration", "predict_max_tokens")
@@ -579,21 +620,21 @@ def _align(run: _Hydra, answer: str) -> tuple[str | None, float]:
         return None, 0.0
     depth = run.sub.depth
     nodes = sorted((n for n in labels if n not in run.topics), key=lambda n: (depth.get(n, 99), n))
-    nodes = nodes[: int(run.config["max_align_nodes"])]
+    nodes = nodes[: run.config.max_align_nodes]
     if not nodes:
         return None, 0.0
     with timed(run.record, "alignment"):
         best = run.scorer.rank(answer, [labels[n] for n in nodes], 1)[0]
-    return (nodes[best[0]], best[1]) if best[1] >= float(run.config["align_threshold"]) else (None, best[1])
+    return (nodes[best[0]], best[1]) if best[1] >= run.config.align_threshold else (None, best[1])
 
 
 def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], method: str) -> AnswerRecord:
     """HydraRAG (Algorithm 3): initialisation, then initial, refined and predicted exploration,
     each pruned (Algorithm 4) and answered; a fallback answer after all three."""
     run = _Hydra(question, ctx, config, method)
-    d_max = int(config["d_max"])
-    limit = int(config["max_topic_entities"])
-    run.topics = linked_or_searched(question, ctx, run.record, limit, int(config["topic_search"]), run.name)
+    d_max = run.config.d_max
+    limit = run.config.max_topic_entities
+    run.topics = linked_or_searched(question, ctx, run.record, limit, run.config.topic_search, run.name)
     run.topic_labels = [run.label(t) for t in run.topics]
     available = run.available_sources()
     analysis = run.analyse(available)
@@ -606,11 +647,11 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
     if available and run.scorer is not None:
         ordered = skyline_order(run.topics, run.topic_labels, analysis.skyline)
         # initial exploration: the selected sources at min(D_predict, D_max)
-        depth = min(analysis.d_predict, d_max) if config["initial_depth"] == "predicted" else d_max
+        depth = min(analysis.d_predict, d_max) if run.config.initial_depth == "predicted" else d_max
         step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
                                 "sources": analysis.sources}
         run.trace.append(step)
-        up_to = config["path_lengths"] == "up_to"
+        up_to = run.config.path_lengths == "up_to"
         pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text,
                            all_depths=up_to)
         attempts.append(run.attempt("initial", pool, analysis, step))
@@ -673,41 +714,14 @@ def run_hydra_e(question: Question, ctx: Context, config: dict[str, Any]) -> Ans
     return run_hydra_method(question, ctx, config, "hydra-e")
 
 
-def _checks() -> tuple[Any, ...]:
-    def alpha_k(config: dict[str, Any]) -> None:
-        value = config["alpha_k"]
-        if not isinstance(value, list | tuple) or len(value) != 3 or any(
-                isinstance(a, bool) or not isinstance(a, int | float) or a < 0 for a in value):
-            raise ValueError(f"alpha_k must be a list of 3 non-negative numbers, not {value!r}")
-
-    return (non_negative_ints("topic_search"),
-            positive_ints("w1", "w2", "w_max", "d_max", "max_topic_entities", "max_degree", "max_nodes",
-                          "max_paths", "max_shown", "window_sentences", "max_chunks_per_entity",
-                          "max_sentence_chars", "web_k", "max_doc_entities", "max_align_nodes", "analysis_max_tokens",
-                          "doc_paths_max_tokens", "selection_max_tokens", "answer_max_tokens",
-                          "refine_max_tokens", "predict_max_tokens", "trace_max_entities", "max_answer_names"),
-            numbers("lambda_sem", "alpha_cross", "gamma", "align_threshold", low=0.0, high=1.0),
-            numbers("prior_kg", "prior_wiki", "prior_web", low=0.0),
-            numbers("temperature_analysis", "temperature_exploration", "temperature_selection",
-                    "temperature_answer", low=0.0, high=2.0),
-            one_of("relevance", ("paper", "cosine")), one_of("support", ("paper", "code")),
-            one_of("alignment", ("paper", "code")), one_of("web_search", ("dense", "sparse")),
-            one_of("web_collections", ("web", "all")), one_of("doc_evidence", ("paths", "sentences")),
-            one_of("doc_entities", ("topics", "reached")),
-            one_of("group_scoring", ("group", "member")), one_of("beam", ("paths", "chains")),
-            one_of("initial_depth", ("predicted", "max")), one_of("path_lengths", ("band", "up_to")),
-            one_of("answer_choice", ("free", "paths", "evidence")),
-            booleans("one_relation_per_edge", "source_selection", "require_grounded_answer"), alpha_k)
-
-
 # added after the first runs: in the config hash only when set away from the default
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
           "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities")
-HYDRA = MethodSpec(
-    "hydra", run_hydra, HYDRA_DEFAULTS,
+HYDRA = MethodSpec.typed(
+    "hydra", run_hydra, HydraConfig,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",
-    _checks(), hash_when_set=_ADDED)
-HYDRA_E = MethodSpec(
-    "hydra-e", run_hydra_e, {**HYDRA_DEFAULTS, "one_relation_per_edge": True},
+    hash_when_set=_ADDED)
+HYDRA_E = MethodSpec.typed(
+    "hydra-e", run_hydra_e, HydraEConfig,
     "HydraRAG-E: HydraRAG with one seeded-random relation per clustered edge of the question subgraph",
-    _checks(), hash_when_set=_ADDED)
+    hash_when_set=_ADDED)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.access.documents import ChunkRecord
 from engine.access.retrieval import WEB, DenseScorer, entity_chunks, search_web, sentence_windows
@@ -25,7 +25,7 @@ from engine.methods.hydra_score import Candidate
 
 if TYPE_CHECKING:
     from engine.access.protocols import DocumentStore
-    from engine.llm.backends import LLM
+    from engine.llm.protocol import LLM
     from engine.questions.record import AnswerRecord
 
 
@@ -105,16 +105,16 @@ def path_entities(path: str) -> tuple[str, ...]:
 
 
 def knowledge_paths(llm: LLM, record: AnswerRecord, sentences: Sequence[Sentence], entities: Sequence[str],
-                    skyline: str, config: dict[str, Any]) -> list[Candidate]:
+                    skyline: str, *, max_chars: int, temperature: float, max_tokens: int,
+                    seed: int) -> list[Candidate]:
     """One call: the sentences as knowledge paths (Prompt_StructuredPathGen), each a candidate
     with its sentence's source and chunk id. A failed call gives no paths."""
     if not sentences:
         return []
-    shown = [s.shown(int(config["max_sentence_chars"])) for s in sentences]
+    shown = [s.shown(max_chars) for s in sentences]
     parsed = ask(llm, record, system=hp.DOC_PATHS_SYSTEM, user=hp.doc_paths_user(shown, entities, skyline),
                  schema=hp.doc_paths_schema(len(sentences)), stage="doc_paths",
-                 temperature=float(config["temperature_exploration"]),
-                 max_tokens=int(config["doc_paths_max_tokens"]), seed=int(config["seed"]))
+                 temperature=temperature, max_tokens=max_tokens, seed=seed)
     if not isinstance(parsed, dict):
         return []
     result: dict[str, Candidate] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.llm.backends import enum_array
+from engine.llm.protocol import enum_array
 from engine.methods.prompts import ANSWER_MAX_CHARS
 
 SKYLINE_MAX_CHARS = 200

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from engine.access.kg import KnowledgeGraph, Relation, is_literal
+from engine.access.kg_protocol import KnowledgeGraph, Relation, is_literal
 from ingest.terms import local_name, readable_relation
 
 # Freebase bookkeeping relations that never answer a question (ToG drops them too).

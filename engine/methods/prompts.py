@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engine.llm.backends import enum_array
+from engine.llm.protocol import enum_array
 from engine.questions.answer_match import answer_set, names, normalise_answer
 
 # ------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ record is an abstention (`abstained`, no prediction).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.access.graph import EvidencePath
@@ -23,28 +24,42 @@ from engine.methods.common import (
     set_answer,
     timed,
 )
-from engine.methods.spec import MethodSpec, booleans, one_of, positive_ints
+from engine.methods.method_config import MethodConfig, option
+from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord, Question
 
 if TYPE_CHECKING:
     from engine.methods.context import Context
 
-RAG_DEFAULTS: dict[str, Any] = {
-    "top_k": 5, "collection": None, "max_chunk_chars": 500,
-    "temperature": 0.0, "max_tokens": 48, "seed": 0,
-    "abstain": False,  # answer from the passages only, or "not found"
-}
 _SOURCES = ("wiki", "web", "domain")
+
+
+@dataclass(frozen=True)
+class RagConfig(MethodConfig):
+    """`rag`: dense search for the top-k chunks, one answer call."""
+
+    top_k: int = option(5, "chunks retrieved by dense search and shown", low=1)
+    collection: str | None = option(None, "search one document collection only (null: all)",
+                                    choices=(None, *_SOURCES))
+    max_chunk_chars: int = option(500, "characters kept of each chunk", low=1)
+    temperature: float = option(0.0, "sampling temperature of the answer call", low=0)
+    max_tokens: int = option(48, "token limit of the answer", low=1)
+    seed: int = option(0, "sampling seed")
+    abstain: bool = option(False, 'answer from the passages only, or "not found"')
+
+
+RAG_DEFAULTS: dict[str, Any] = RagConfig.defaults()
 DENSE_SCORE = "cosine to the question"
 
 
 def run_rag(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
     """Dense search for the question's top-k chunks; the model answers from them."""
+    cfg = RagConfig.from_config(config)
     record = new_record(question, "rag")
     text = question_text(question)
     with timed(record, "retrieval"):
-        hits = ctx.docs.dense_search(text, int(config["top_k"]), config["collection"])
-    limit = int(config["max_chunk_chars"])
+        hits = ctx.docs.dense_search(text, cfg.top_k, cfg.collection)
+    limit = cfg.max_chunk_chars
     passages = []
     for hit in hits:
         chunk = hit.chunk
@@ -56,27 +71,27 @@ def run_rag(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
             titles=[chunk.title], score_kind=DENSE_SCORE))
     if not passages:
         record.extra["note"] = "no chunk found; answered without passages"
-    if config["abstain"]:
-        _answer_or_abstain(record, ctx, config, text, passages)
+    if cfg.abstain:
+        _answer_or_abstain(record, ctx, cfg, text, passages)
         return record
     parsed = ask(ctx.llm, record, system=prompts.RAG_SYSTEM,
                  user=prompts.rag_user(text, passages) if passages else prompts.question_user(text),
-                 schema=prompts.ANSWER_SCHEMA, stage="answer", temperature=config["temperature"],
-                 max_tokens=config["max_tokens"], seed=config["seed"])
+                 schema=prompts.ANSWER_SCHEMA, stage="answer", temperature=cfg.temperature,
+                 max_tokens=cfg.max_tokens, seed=cfg.seed)
     set_answer(record, parsed, "doc" if passages else "llm")
     _mark_grounding(record, passages)
     return record
 
 
-def _answer_or_abstain(record: AnswerRecord, ctx: Context, config: dict[str, Any], text: str,
+def _answer_or_abstain(record: AnswerRecord, ctx: Context, cfg: RagConfig, text: str,
                        passages: list[str]) -> None:
     """The `abstain` variant: an answer the passages hold, or an abstention."""
     if not passages:
         abstain(record, "no chunk found")
         return
     parsed = ask(ctx.llm, record, system=prompts.RAG_ABSTAIN_SYSTEM, user=prompts.rag_user(text, passages),
-                 schema=prompts.FOUND_ANSWER_SCHEMA, stage="answer", temperature=config["temperature"],
-                 max_tokens=config["max_tokens"], seed=config["seed"])
+                 schema=prompts.FOUND_ANSWER_SCHEMA, stage="answer", temperature=cfg.temperature,
+                 max_tokens=cfg.max_tokens, seed=cfg.seed)
     if isinstance(parsed, dict) and (parsed.get("found") is False or not str(parsed.get("answer", "")).strip()):
         abstain(record, "the model found no answer in the passages")
         return
@@ -94,7 +109,5 @@ def _mark_grounding(record: AnswerRecord, passages: list[str]) -> None:
         record.answer_source = "llm"
 
 
-RAG = MethodSpec("rag", run_rag, RAG_DEFAULTS, "dense search for the top-k chunks, then the answer",
-                 (positive_ints("top_k", "max_chunk_chars", "max_tokens"),
-                  one_of("collection", (None, *_SOURCES)), booleans("abstain")),
-                 hash_when_set=("abstain",))
+RAG = MethodSpec.typed("rag", run_rag, RagConfig, "dense search for the top-k chunks, then the answer",
+                       hash_when_set=("abstain",))

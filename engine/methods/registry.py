@@ -1,7 +1,8 @@
 """The method registry: every method by name, its defaults and its config checks.
 
-A method declares itself in its own module (a `MethodSpec`); this file lists the specs, one line
-each. The CLI's choices and help, `batch`, `ask` and the evaluation all read this registry.
+A method declares itself in its own module (a `MethodSpec` built from its typed config, see
+`method_config.py`); this file lists the specs, one line each. The CLI's choices and help,
+`methods`, `--set`, `batch`, `ask`, the evaluation and the docs' options tables all read it.
 Plugins (`--plugin MODULE`) may `register` methods of their own.
 
     spec = get("tog")

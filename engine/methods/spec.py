@@ -2,10 +2,13 @@
 
 Each method module builds its spec once, next to its code:
 
-    TOG = MethodSpec("tog", run_tog, TOG_DEFAULTS, "Think-on-Graph: beam search over triples",
-                     checks=(positive_ints("width", "depth"), one_of("prune_tool", PRUNE_TOOLS)))
+    TOG = MethodSpec.typed("tog", run_tog, TogConfig, "Think-on-Graph: beam search over triples")
 
-and `engine/methods/registry.py` lists the specs, one line each.
+where `TogConfig` is a typed config (`engine/methods/method_config.py`: one field per key with its
+default, check, help and paper reference), and `engine/methods/registry.py` lists the specs, one
+line each. A plain defaults dict with `checks` (the helpers below) still works, for plugins:
+
+    MethodSpec("echo", run_echo, {"chars": 5}, "repeats the question", (positive_ints("chars"),))
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from engine.methods.method_config import MethodConfig, OptionInfo
 
 if TYPE_CHECKING:
     from engine.methods.context import Context
@@ -34,6 +39,21 @@ class MethodSpec:
     # Options added after runs were made with this method: they enter the config hash only when
     # set away from their default, so a run made before them keeps its hash (and resumes).
     hash_when_set: Sequence[str] = field(default_factory=tuple)
+    # The typed config the defaults and checks come from (None: a plain defaults dict).
+    config_type: type[MethodConfig] | None = None
+
+    @classmethod
+    def typed(cls, name: str, run: MethodFn, config_type: type[MethodConfig], summary: str, *,
+              hash_when_set: Sequence[str] = ()) -> MethodSpec:
+        """A method whose defaults, checks and option descriptions come from `config_type`."""
+        return cls(name, run, config_type.defaults(), summary, (config_type.check,),
+                   tuple(hash_when_set), config_type)
+
+    def options(self) -> list[OptionInfo]:
+        """Each config key: default, allowed values, help, paper reference (blank when untyped)."""
+        if self.config_type is not None:
+            return self.config_type.describe()
+        return [OptionInfo(key, value, "", "", "") for key, value in self.defaults.items()]
 
     def hashed_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The part of a resolved config that identifies it (see `hash_when_set`)."""

@@ -23,6 +23,7 @@ trace name it by its local id, as `kg tails` does (`labels.display_text`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.access.graph import (
@@ -33,7 +34,7 @@ from engine.access.graph import (
     group_by,
     top_k,
 )
-from engine.access.kg import Relation, is_literal, stable_sample
+from engine.access.kg_protocol import Relation, is_literal, stable_sample
 from engine.methods import prompts
 from engine.methods.common import (
     abstain,
@@ -53,8 +54,9 @@ from engine.methods.labels import (
     triple_text,
     unique_texts,
 )
+from engine.methods.method_config import MethodConfig, option
 from engine.methods.prune import PRUNE_TOOLS, Pruner
-from engine.methods.spec import MethodSpec, booleans, one_of, positive_ints
+from engine.methods.spec import MethodSpec
 from engine.methods.topics import select_topic_entities
 from engine.questions.record import AnswerRecord, Question
 
@@ -62,25 +64,35 @@ if TYPE_CHECKING:
     from engine.methods.context import Context
 
 
-TOG_DEFAULTS: dict[str, Any] = {
-    "width": 3,                    # W: beam width, relations and entities kept per depth
-    "depth": 3,                    # D_max
-    "prune_tool": "llm",           # llm | bm25 | embedding
-    "prune_order": "kg",           # llm tool: candidates in the KG's order | similarity
-    "num_retain_entity": 5,        # tails kept per (entity, relation) when there are many
-    "sample_tails_above": 20,      # ToG's code samples tails only from this many on
-    "max_relations": 40,           # relation candidates shown in one prompt
-    "max_entities": 30,            # entity candidates shown in one prompt (and hub cap)
-    "max_topic_entities": 3,       # topic entities to start from
-    "require_grounded_answer": True,  # "sufficient" only with an answer the paths reached
-    "follow_back": False,          # offer the arrival relation backwards when it reaches new entities
-    "abstain": False,              # no sufficient path: answer "not found" instead of from memory
-    "temperature_exploration": 0.4,
-    "temperature_reasoning": 0.0,
-    "prune_max_tokens": 96,
-    "reasoning_max_tokens": 64,
-    "seed": 0,
-}
+_TOG_CODE = "ToG's code"
+
+
+@dataclass(frozen=True)
+class TogConfig(MethodConfig):
+    """`tog` and `tog-r`: beam width and depth, the pruner, the caps and the calls' settings."""
+
+    width: int = option(3, "beam width W: relations and entities kept per depth", "ToG §4.1", low=1)
+    depth: int = option(3, "maximum depth D_max", "ToG §4.1", low=1)
+    prune_tool: str = option("llm", "relation and entity pruner", "ToG Table 5", choices=PRUNE_TOOLS)
+    prune_order: str = option("kg", "llm pruner: candidates in the KG's order, or most similar to the "
+                                    "question first", choices=("kg", "similarity"))
+    num_retain_entity: int = option(5, "tails kept per (entity, relation) when there are many", _TOG_CODE, low=1)
+    sample_tails_above: int = option(20, "sample the tails of a relation from this many on", _TOG_CODE, low=1)
+    max_relations: int = option(40, "relation candidates shown in one prompt", low=1)
+    max_entities: int = option(30, "entity candidates shown in one prompt (and the hub cap)", low=1)
+    max_topic_entities: int = option(3, "topic entities to start from", low=1)
+    require_grounded_answer: bool = option(True, '"sufficient" only with an answer the paths reached')
+    follow_back: bool = option(False, "offer the arrival relation backwards when it reaches new entities",
+                               _TOG_CODE)
+    abstain: bool = option(False, 'no sufficient path: answer "not found" instead of from memory')
+    temperature_exploration: float = option(0.4, "temperature of the prune calls", "ToG §4.1", low=0)
+    temperature_reasoning: float = option(0.0, "temperature of the reasoning and answer calls", "ToG §4.1", low=0)
+    prune_max_tokens: int = option(96, "token limit of a prune call", low=1)
+    reasoning_max_tokens: int = option(64, "token limit of a reasoning or answer call", low=1)
+    seed: int = option(0, "sampling seed")
+
+
+TOG_DEFAULTS: dict[str, Any] = TogConfig.defaults()
 # What a path's score is, by prune tool (shown with the evidence).
 PATH_SCORE = {
     "llm": "path score: product of the prune weights along it (the model's choices, weighted by "
@@ -96,17 +108,18 @@ class _Run:
     """State of one ToG / ToG-R question."""
 
     def __init__(self, question: Question, ctx: Context, config: dict[str, Any], method: str) -> None:
-        self.ctx, self.config, self.method = ctx, config, method
+        self.ctx, self.method = ctx, method
+        self.config = cfg = TogConfig.from_config(config)
         self.kg = ctx.kg
         self.text = question_text(question)
         self.record = new_record(question, method)
-        self.width = int(config["width"])
-        self.pruner = Pruner(config["prune_tool"], self.text, ctx, self.record,
-                             temperature=config["temperature_exploration"],
-                             max_tokens=config["prune_max_tokens"],
-                             max_candidates={"relations": config["max_relations"],
-                                             "entities": config["max_entities"]},
-                             order_by_similarity=config["prune_order"] == "similarity")
+        self.width = cfg.width
+        self.pruner = Pruner(cfg.prune_tool, self.text, ctx, self.record,
+                             temperature=cfg.temperature_exploration,
+                             max_tokens=cfg.prune_max_tokens,
+                             max_candidates={"relations": cfg.max_relations,
+                                             "entities": cfg.max_entities},
+                             order_by_similarity=cfg.prune_order == "similarity")
         self.question = question
         self.trace: list[dict[str, Any]] = []
 
@@ -126,7 +139,7 @@ class _Run:
     # -- 1. topic entities ---------------------------------------------------------------
     def topic_entities(self) -> list[GraphPath]:
         found = select_topic_entities(self.question, self.ctx, self.record,
-                                      int(self.config["max_topic_entities"]), self.name)
+                                      self.config.max_topic_entities, self.name)
         return [GraphPath(entity) for entity in found]
 
     # -- 2. relation search + prune --------------------------------------------------------
@@ -147,7 +160,7 @@ class _Run:
             if self.kg.relation_label(rel.id).startswith(SCHEMA_RELATION_PREFIXES):
                 continue
             if (arrived is not None and rel.id == arrived.relation and rel.direction != arrived.direction
-                    and not (self.config["follow_back"] and self._leads_elsewhere(path, rel))):
+                    and not (self.config.follow_back and self._leads_elsewhere(path, rel))):
                 continue
             result.append(rel)
         return result
@@ -167,12 +180,12 @@ class _Run:
         """Tails of (end, relation) not yet on the path. As in ToG's code, a relation with
         many tails (`sample_tails_above`) keeps a stable sample of `num_retain_entity`; a hub
         relation is first capped at `max_entities` (a deterministic sample, see `kg.tails`)."""
-        cap = int(self.config["max_entities"])
+        cap = self.config.max_entities
         seen = path.nodes
         tails = self.kg.tails(path.end, rel.id, rel.direction, limit=cap + len(seen))
         tails = [t for t in tails if t not in seen][:cap]
-        if len(tails) >= int(self.config["sample_tails_above"]):
-            tails = stable_sample(tails, int(self.config["num_retain_entity"]))
+        if len(tails) >= self.config.sample_tails_above:
+            tails = stable_sample(tails, self.config.num_retain_entity)
         return tails
 
     def fact_text(self, path: GraphPath, rel: Relation) -> str:
@@ -191,12 +204,12 @@ class _Run:
         """
         parsed = ask(self.ctx.llm, self.record, system=system, user=user,
                      schema=prompts.REASONING_SCHEMA, stage="reasoning",
-                     temperature=self.config["temperature_reasoning"],
-                     max_tokens=self.config["reasoning_max_tokens"], seed=self.config["seed"])
+                     temperature=self.config.temperature_reasoning,
+                     max_tokens=self.config.reasoning_max_tokens, seed=self.config.seed)
         if not (isinstance(parsed, dict) and parsed.get("sufficient") is True):
             return None
         answer = answer_of(parsed)
-        if answer and self.config["require_grounded_answer"] and not names_any(answer, reached):
+        if answer and self.config.require_grounded_answer and not names_any(answer, reached):
             step["ungrounded_answer"] = answer
             return None
         return answer or None
@@ -204,13 +217,13 @@ class _Run:
     def answer_from_llm(self, candidates: Sequence[str]) -> None:
         """Generate(π, x): answer from the model's own knowledge (after D_max, or no start);
         with `abstain`, "not found" instead."""
-        if self.config["abstain"]:
+        if self.config.abstain:
             self.give_up(candidates)
             return
         parsed = ask(self.ctx.llm, self.record, system=prompts.IO_SYSTEM,
                      user=prompts.question_user(self.text), schema=prompts.ANSWER_SCHEMA,
-                     stage="answer_llm", temperature=self.config["temperature_reasoning"],
-                     max_tokens=self.config["reasoning_max_tokens"], seed=self.config["seed"])
+                     stage="answer_llm", temperature=self.config.temperature_reasoning,
+                     max_tokens=self.config.reasoning_max_tokens, seed=self.config.seed)
         answer = answer_of(parsed)
         if parsed is None:
             self.record.error = "the final answer call failed: " + self.record.extra["call_errors"][-1]["error"]
@@ -244,7 +257,7 @@ class _Run:
                 continue
             seen.add(p.hops)
             evidence = EvidencePath.from_path(p, self.name, self.kg.relation_label)
-            evidence.score_kind = PATH_SCORE.get(self.config["prune_tool"])
+            evidence.score_kind = PATH_SCORE.get(self.config.prune_tool)
             result.append(evidence)
         return result
 
@@ -277,7 +290,7 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
         run.answer_from_llm([])
         return run.record
     explored: list[GraphPath] = []
-    for depth in range(1, int(config["depth"]) + 1):
+    for depth in range(1, run.config.depth + 1):
         step_trace: dict[str, Any] = {"depth": depth}
         run.trace.append(step_trace)
         # relation search + prune, one choice per distinct end entity
@@ -348,7 +361,7 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
         run.answer_from_llm([])
         return run.record
     explored: list[GraphPath] = []
-    for depth in range(1, int(config["depth"]) + 1):
+    for depth in range(1, run.config.depth + 1):
         step_trace: dict[str, Any] = {"depth": depth}
         run.trace.append(step_trace)
         # relation search + prune, one choice per chain (its entities share the relations)
@@ -372,7 +385,7 @@ def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
                 found = [path.extend(Hop(path.end, rel.id, rel.direction, t), score)
                          for path in group for t in run.search_tails(path, rel)]
                 keys = {p.key(): p for p in found}
-                for key in stable_sample(keys, int(config["max_entities"])):
+                for key in stable_sample(keys, run.config.max_entities):
                     candidates.append((keys[key], score))
         candidates = best_per_path(candidates)
         reached = [p for p, _ in candidates]
@@ -426,16 +439,9 @@ def _chains_text(run: _Run, reached: Sequence[GraphPath]) -> list[str]:
     return lines
 
 
-_TOG_CHECKS = (
-    positive_ints("width", "depth", "num_retain_entity", "sample_tails_above", "max_relations",
-                  "max_entities", "max_topic_entities", "prune_max_tokens", "reasoning_max_tokens"),
-    one_of("prune_tool", PRUNE_TOOLS),
-    one_of("prune_order", ("kg", "similarity")),
-    booleans("require_grounded_answer", "follow_back", "abstain"),
-)
-TOG = MethodSpec("tog", run_tog, TOG_DEFAULTS,
-                 "Think-on-Graph: beam search over triples, LLM-pruned relations and entities",
-                 _TOG_CHECKS, hash_when_set=("abstain",))
-TOG_R = MethodSpec("tog-r", run_tog_r, TOG_DEFAULTS,
-                   "ToG-R: relation chains, reasoning over every entity they reach, random entity prune",
-                   _TOG_CHECKS, hash_when_set=("abstain",))
+TOG = MethodSpec.typed("tog", run_tog, TogConfig,
+                       "Think-on-Graph: beam search over triples, LLM-pruned relations and entities",
+                       hash_when_set=("abstain",))
+TOG_R = MethodSpec.typed("tog-r", run_tog_r, TogConfig,
+                         "ToG-R: relation chains, reasoning over every entity they reach, random entity prune",
+                         hash_when_set=("abstain",))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.llm.backends import enum_array
+from engine.llm.protocol import enum_array
 from engine.methods.prompts import ANSWER_MAX_CHARS
 
 CLUES_MAX_CHARS = 240

@@ -2,7 +2,7 @@
 
 A RUN argument is what `eval` takes: a run folder, a folder holding shard folders (scored and
 read as one run), or several shard folders named one by one (one run together). Records are
-read per method and folder with `batch.read_records`; like `eval`, the first record of an id is
+read per method and folder with `run_folder.read_records`; like `eval`, the first record of an id is
 kept and ids outside the run's question selection are left out. Transcripts (`calls/`) are read
 per method only when asked, since they are the bulk of a run's bytes.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.runs.batch import read_records, read_run
 from engine.runs.evaluate import evaluate_run, question_groups, run_labels
+from engine.runs.run_folder import read_records, read_run, record_path
 from engine.runs.shards import evaluate_shards, shard_folders_under, shard_run
 from engine.runs.transcripts import read_transcripts
 from ingest.errors import InputError
@@ -79,7 +79,7 @@ def method_records(source: RunSource, method: str) -> tuple[list[dict[str, Any]]
     seen: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
     for folder in source.folders:
-        path = folder / f"{method}.jsonl"
+        path = record_path(folder, method)
         if not path.exists():
             continue
         found, file_problems = read_records(path)

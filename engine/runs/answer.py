@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine.llm.backends import CallRecord
+from engine.llm.protocol import CallRecord
 from engine.methods import registry
 from engine.methods.common import new_record
 from engine.methods.context import Context

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from engine.access.absent_kg import AbsentKG
 from engine.access.documents import ParquetDocumentStore, docs_build_options
-from engine.access.kg import open_kg
 from engine.access.linking import EntityLinker, LabelIndex
+from engine.access.open_kg import open_kg
 from engine.access.protocols import DocumentStore, Embedder
-from engine.llm.backends import LLM
 from engine.llm.open import open_llm
+from engine.llm.protocol import LLM
 from engine.methods.context import Context
 from index.entities import EntityTable
 from index.paths import IndexPaths

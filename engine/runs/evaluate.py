@@ -45,10 +45,17 @@ from typing import Any
 
 from engine.questions.answer_match import explored_relations as _explored
 from engine.questions.answer_match import score_record
-from engine.runs.batch import RUN_FILE, read_records, read_run, run_status
+from engine.runs.run_folder import (
+    RUN_FILE,
+    read_records,
+    read_run,
+    record_files,
+    record_path,
+    run_status,
+    write_eval,
+)
 from ingest.errors import InputError
 
-EVAL_FILE = "eval.json"
 SOURCES = ("kg", "doc", "both", "llm", "none")
 # The buckets of ToG's Figures 10-11 / HydraRAG's Figure 9 (percent of gold relations found).
 OVERLAP_BUCKETS = ("0", "(0,25]", "(25,50]", "(50,75]", "(75,100)", "100")
@@ -171,7 +178,26 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
     """All numbers of one method from its records (`expected`: the run's question ids; `groups`:
     question id -> {grouping field: value}, for the per-group Hits@1 in `by`)."""
     scores = MethodScores(method=method, problems=list(problems))
-    by_hits: dict[tuple[str, str], list[float]] = {}
+    kept = _kept_records(scores, records, expected)
+    scores.records = len(kept)
+    if not kept:
+        return scores
+    tally = _Tally()
+    for record in kept:
+        tally.add(record, scores, groups)
+    tally.fill(scores, len(kept))
+    if len(scores.config_hashes) > 1:
+        scores.problems.append(f"records come from {len(scores.config_hashes)} different configs")
+    explores_kg = any(explored_relations(r) for r in kept)
+    if tally.overlap_all and explores_kg:  # a method that never walks the KG (io, cot) has no overlap
+        scores.path_overlap = _path_overlap(tally.overlap_all, tally.overlap_correct)
+    return scores
+
+
+def _kept_records(scores: MethodScores, records: list[dict[str, Any]],
+                  expected: list[str] | None) -> list[dict[str, Any]]:
+    """The records to score: the first of each id, and only the run's questions when they are
+    known; counts the duplicates, missing and extra ids into `scores`."""
     seen: dict[str, dict[str, Any]] = {}
     for record in records:
         rid = str(record["id"])
@@ -192,116 +218,137 @@ def score_method(method: str, records: list[dict[str, Any]], expected: list[str]
         scores.problems.append(f"{scores.duplicates} duplicate records (the first of each id is scored)")
     if scores.extra:
         scores.problems.append(f"{scores.extra} records for ids outside the run's question selection (not scored)")
-    kept = list(seen.values())
-    scores.records = len(kept)
-    if not kept:
-        return scores
+    return list(seen.values())
 
-    hits, ems, f1s, papers, ems_tok, f1s_tok, answered_hits = [], [], [], [], [], [], []
-    overlap_all, overlap_correct = [], []
-    calls = prompt = cached = completion = cache_hits = 0
-    seconds = llm_seconds = 0.0
-    sources: Counter[str] = Counter()
-    hashes: Counter[str] = Counter()
-    stops: Counter[str] = Counter()
-    ungrounded = 0
-    stage_calls: Counter[str] = Counter()
-    stage_prompt: Counter[str] = Counter()
-    support_all: Counter[str] = Counter()
-    support_right: Counter[str] = Counter()
-    phase_hits: dict[str, list[float]] = {}
-    phase_count: Counter[str] = Counter()
-    for record in kept:
+
+def _path_overlap(overlap_all: list[float], overlap_correct: list[float]) -> dict[str, Any]:
+    buckets = Counter(_bucket(r) for r in overlap_correct)
+    return {
+        "with_gold_path": len(overlap_all),
+        "mean_all": _mean(overlap_all),
+        "correct": len(overlap_correct),
+        "mean_correct": _mean(overlap_correct),
+        "buckets_correct": {b: (buckets.get(b, 0) / len(overlap_correct) if overlap_correct else 0.0) for b in OVERLAP_BUCKETS},
+    }
+
+
+@dataclass
+class _Tally:
+    """The sums `score_method` gathers over a method's records, one record at a time."""
+
+    hits: list[float] = field(default_factory=list)
+    ems: list[float] = field(default_factory=list)
+    f1s: list[float] = field(default_factory=list)
+    papers: list[float] = field(default_factory=list)
+    ems_tok: list[float] = field(default_factory=list)
+    f1s_tok: list[float] = field(default_factory=list)
+    answered_hits: list[float] = field(default_factory=list)
+    overlap_all: list[float] = field(default_factory=list)
+    overlap_correct: list[float] = field(default_factory=list)
+    calls: int = 0
+    prompt: int = 0
+    cached: int = 0
+    completion: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+    llm_seconds: float = 0.0
+    ungrounded: int = 0
+    sources: Counter[str] = field(default_factory=Counter)
+    hashes: Counter[str] = field(default_factory=Counter)
+    stops: Counter[str] = field(default_factory=Counter)
+    stage_calls: Counter[str] = field(default_factory=Counter)
+    stage_prompt: Counter[str] = field(default_factory=Counter)
+    support_all: Counter[str] = field(default_factory=Counter)
+    support_right: Counter[str] = field(default_factory=Counter)
+    phase_hits: dict[str, list[float]] = field(default_factory=dict)
+    phase_count: Counter[str] = field(default_factory=Counter)
+    by_hits: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def add(self, record: dict[str, Any], scores: MethodScores, groups: dict[str, dict[str, str]] | None) -> None:
+        """Count one record (its errors and abstentions go into `scores` as they come)."""
         extra = record.get("extra") or {}
         support = record_support(extra)
         phase = str(extra["phase"]) if extra.get("phase") else None
         if support is not None:
-            support_all[support] += 1
+            self.support_all[support] += 1
         if phase is not None:
-            phase_count[phase] += 1
+            self.phase_count[phase] += 1
         if extra.get("stopped"):
-            stops[f"{extra['stopped']}@{int(extra.get('depth') or 0)}"] += 1
-            ungrounded += any(isinstance(step, dict) and "ungrounded_answer" in step
-                              for step in extra.get("trace") or [])
+            self.stops[f"{extra['stopped']}@{int(extra.get('depth') or 0)}"] += 1
+            self.ungrounded += any(isinstance(step, dict) and "ungrounded_answer" in step
+                                   for step in extra.get("trace") or [])
         scores.errors += bool(record.get("error"))
-        sources[str(record.get("answer_source") or "none")] += 1
-        hashes[str(record.get("config_hash") or "")] += 1
-        for call in record.get("llm_calls") or []:
-            calls += 1
-            prompt += int(call.get("prompt_tokens") or 0)
-            cached += int(call.get("cached_tokens") or 0)
-            completion += int(call.get("completion_tokens") or 0)
-            cache_hits += bool(call.get("cache_hit"))
-            stage = str(call.get("stage") or "?")
-            stage_calls[stage] += 1
-            stage_prompt[stage] += int(call.get("prompt_tokens") or 0)
-            llm_seconds += float(call.get("compute_seconds") or call.get("seconds") or 0.0)
-        seconds += float(record.get("seconds") or 0.0)
+        self.sources[str(record.get("answer_source") or "none")] += 1
+        self.hashes[str(record.get("config_hash") or "")] += 1
+        self._add_calls(record.get("llm_calls") or [])
+        self.seconds += float(record.get("seconds") or 0.0)
         scored = score_record(record)
         if scored is None:
-            continue
-        hits.append(float(scored.hits1))
+            return
+        self.hits.append(float(scored.hits1))
         if support is not None and scored.hits1:
-            support_right[support] += 1
+            self.support_right[support] += 1
         if phase is not None:
-            phase_hits.setdefault(phase, []).append(float(scored.hits1))
+            self.phase_hits.setdefault(phase, []).append(float(scored.hits1))
         for name, value in ((groups or {}).get(str(record["id"])) or {}).items():
-            by_hits.setdefault((name, value), []).append(float(scored.hits1))
-        ems.append(float(scored.em))
-        f1s.append(scored.f1)
-        papers.append(float(scored.paper_em))
-        ems_tok.append(float(scored.em_tok))
-        f1s_tok.append(scored.f1_tok)
+            self.by_hits.setdefault((name, value), []).append(float(scored.hits1))
+        self.ems.append(float(scored.em))
+        self.f1s.append(scored.f1)
+        self.papers.append(float(scored.paper_em))
+        self.ems_tok.append(float(scored.em_tok))
+        self.f1s_tok.append(scored.f1_tok)
         if record.get("abstained"):
             scores.abstained += 1
         else:
-            answered_hits.append(float(scored.hits1))
+            self.answered_hits.append(float(scored.hits1))
         if scored.path_overlap is not None:
-            overlap_all.append(scored.path_overlap)
+            self.overlap_all.append(scored.path_overlap)
             if scored.hits1:
-                overlap_correct.append(scored.path_overlap)
+                self.overlap_correct.append(scored.path_overlap)
 
-    n = len(kept)
-    scores.scored = len(hits)
-    scores.hits1, scores.em, scores.f1, scores.paper_em = _mean(hits), _mean(ems), _mean(f1s), _mean(papers)
-    scores.em_tok, scores.f1_tok, scores.hits1_answered = _mean(ems_tok), _mean(f1s_tok), _mean(answered_hits)
-    scores.llm_calls, scores.prompt_tokens = calls / n, prompt / n
-    scores.cached_tokens, scores.completion_tokens, scores.seconds = cached / n, completion / n, seconds / n
-    scores.llm_seconds = llm_seconds / n
-    scores.cache_hit_rate = cache_hits / calls if calls else None
-    scores.answer_source = {s: sources.get(s, 0) / n for s in SOURCES}
-    for other in sorted(set(sources) - set(SOURCES)):
-        scores.answer_source[other] = sources[other] / n
-    scores.config_hashes = [h for h, _ in hashes.most_common() if h]
-    scores.calls_by_stage = {k: stage_calls[k] / n for k in sorted(stage_calls)}
-    scores.prompt_tokens_by_stage = {k: stage_prompt[k] / n for k in sorted(stage_calls)}
-    if support_all:
-        with_support, right = sum(support_all.values()), sum(support_right.values())
-        scores.support_sources = {"n": with_support, "shares": _shares(support_all, with_support),
-                                  "correct": right,
-                                  "shares_correct": _shares(support_right, right) if right else {}}
-    for phase_name, count in sorted(phase_count.items()):
-        values = phase_hits.get(phase_name, [])
-        scores.phases[phase_name] = {"n": count, "share": count / n,
-                                     "hits1": sum(values) / len(values) if values else None}
-    for (name, value), values in sorted(by_hits.items()):
-        scores.by.setdefault(name, {})[value] = {"n": len(values), "hits1": sum(values) / len(values)}
-    if stops:
-        scores.stops = dict(sorted(stops.items()))
-        scores.ungrounded_rejected = ungrounded
-    if len(scores.config_hashes) > 1:
-        scores.problems.append(f"records come from {len(scores.config_hashes)} different configs")
-    explores_kg = any(explored_relations(r) for r in kept)
-    if overlap_all and explores_kg:  # a method that never walks the KG (io, cot) has no overlap
-        buckets = Counter(_bucket(r) for r in overlap_correct)
-        scores.path_overlap = {
-            "with_gold_path": len(overlap_all),
-            "mean_all": _mean(overlap_all),
-            "correct": len(overlap_correct),
-            "mean_correct": _mean(overlap_correct),
-            "buckets_correct": {b: (buckets.get(b, 0) / len(overlap_correct) if overlap_correct else 0.0) for b in OVERLAP_BUCKETS},
-        }
-    return scores
+    def _add_calls(self, calls: list[dict[str, Any]]) -> None:
+        for call in calls:
+            self.calls += 1
+            self.prompt += int(call.get("prompt_tokens") or 0)
+            self.cached += int(call.get("cached_tokens") or 0)
+            self.completion += int(call.get("completion_tokens") or 0)
+            self.cache_hits += bool(call.get("cache_hit"))
+            stage = str(call.get("stage") or "?")
+            self.stage_calls[stage] += 1
+            self.stage_prompt[stage] += int(call.get("prompt_tokens") or 0)
+            self.llm_seconds += float(call.get("compute_seconds") or call.get("seconds") or 0.0)
+
+    def fill(self, scores: MethodScores, n: int) -> None:
+        """Set the means and shares of `scores` over `n` kept records."""
+        scores.scored = len(self.hits)
+        scores.hits1, scores.em, scores.f1, scores.paper_em = (_mean(self.hits), _mean(self.ems), _mean(self.f1s),
+                                                               _mean(self.papers))
+        scores.em_tok, scores.f1_tok = _mean(self.ems_tok), _mean(self.f1s_tok)
+        scores.hits1_answered = _mean(self.answered_hits)
+        scores.llm_calls, scores.prompt_tokens = self.calls / n, self.prompt / n
+        scores.cached_tokens, scores.completion_tokens = self.cached / n, self.completion / n
+        scores.seconds, scores.llm_seconds = self.seconds / n, self.llm_seconds / n
+        scores.cache_hit_rate = self.cache_hits / self.calls if self.calls else None
+        scores.answer_source = {s: self.sources.get(s, 0) / n for s in SOURCES}
+        for other in sorted(set(self.sources) - set(SOURCES)):
+            scores.answer_source[other] = self.sources[other] / n
+        scores.config_hashes = [h for h, _ in self.hashes.most_common() if h]
+        scores.calls_by_stage = {k: self.stage_calls[k] / n for k in sorted(self.stage_calls)}
+        scores.prompt_tokens_by_stage = {k: self.stage_prompt[k] / n for k in sorted(self.stage_calls)}
+        if self.support_all:
+            with_support, right = sum(self.support_all.values()), sum(self.support_right.values())
+            scores.support_sources = {"n": with_support, "shares": _shares(self.support_all, with_support),
+                                      "correct": right,
+                                      "shares_correct": _shares(self.support_right, right) if right else {}}
+        for phase_name, count in sorted(self.phase_count.items()):
+            values = self.phase_hits.get(phase_name, [])
+            scores.phases[phase_name] = {"n": count, "share": count / n,
+                                         "hits1": sum(values) / len(values) if values else None}
+        for (name, value), values in sorted(self.by_hits.items()):
+            scores.by.setdefault(name, {})[value] = {"n": len(values), "hits1": sum(values) / len(values)}
+        if self.stops:
+            scores.stops = dict(sorted(self.stops.items()))
+            scores.ungrounded_rejected = self.ungrounded
 
 
 GROUP_FIELDS = ("needs", "hops", "kind", "type", "level")
@@ -334,9 +381,9 @@ def evaluate_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run folder")
     run = read_run(run_dir)
-    files = sorted(p for p in run_dir.glob("*.jsonl") if p.is_file())
+    files = record_files(run_dir)
     listed = list((run or {}).get("methods", {}))
-    methods = list(dict.fromkeys([*(m for m in listed if (run_dir / f"{m}.jsonl").exists()), *(p.stem for p in files)]))
+    methods = list(dict.fromkeys([*(m for m in listed if record_path(run_dir, m).exists()), *(p.stem for p in files)]))
     if not methods:
         raise InputError(f"{run_dir}: no record files (<method>.jsonl) to evaluate")
     problems: list[str] = []
@@ -349,7 +396,7 @@ def evaluate_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     groups = question_groups((run or {}).get("questions", {}).get("path"))
     results = {}
     for method in methods:
-        records, file_problems = read_records(run_dir / f"{method}.jsonl")
+        records, file_problems = read_records(record_path(run_dir, method))
         results[method] = score_method(method, records, expected, file_problems, groups).to_dict()
     summary = {
         "run_dir": str(run_dir),
@@ -361,9 +408,7 @@ def evaluate_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         "problems": problems,
     }
     if write:
-        tmp = run_dir / (EVAL_FILE + ".tmp")
-        tmp.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
-        tmp.replace(run_dir / EVAL_FILE)
+        write_eval(run_dir, summary)
     return summary
 
 

@@ -17,23 +17,22 @@ they count as missing like any other.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.questions.datasets import read_questions
-from engine.runs.batch import (
+from engine.runs.batch import file_sha256, select_questions, selection_digest, shard_of
+from engine.runs.evaluate import evaluate_run, question_groups, score_method
+from engine.runs.run_folder import (
     RUN_FILE,
-    file_sha256,
+    has_run,
     read_records,
     read_run,
+    record_path,
     run_status,
-    select_questions,
-    selection_digest,
-    shard_of,
+    write_eval,
 )
-from engine.runs.evaluate import EVAL_FILE, evaluate_run, question_groups, score_method
 from ingest.errors import InputError
 
 
@@ -55,7 +54,7 @@ class Shard:
 
 def shard_run(folder: Path) -> dict[str, Any] | None:
     """The run.json of `folder` when it is a shard folder, else None."""
-    if not (folder / RUN_FILE).is_file():
+    if not has_run(folder):
         return None
     run = read_run(folder)
     return run if run and isinstance(run.get("shard"), dict) else None
@@ -133,7 +132,7 @@ def _merged_records(shards: list[Shard], method: str) -> tuple[list[dict[str, An
     problems: list[str] = []
     where: dict[str, Path] = {}
     for shard in shards:
-        path = shard.folder / f"{method}.jsonl"
+        path = record_path(shard.folder, method)
         if not path.exists():
             continue
         found, file_problems = read_records(path)
@@ -204,9 +203,7 @@ def evaluate_shards(folders: list[Path], *, label: Path | None = None, write: bo
     # Named shard folders write into their parent only when they are the whole run, so that a
     # look at a few shards never replaces the parent's eval.json of all of them.
     if write and home is not None and (label is not None or not missing_shards):
-        tmp = home / (EVAL_FILE + ".tmp")
-        tmp.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
-        tmp.replace(home / EVAL_FILE)
+        write_eval(home, summary)
     return summary
 
 

@@ -79,6 +79,11 @@ class TranscriptWriter:
         self._handles.clear()
 
 
+def transcript_methods(run_dir: Path) -> list[str]:
+    """The methods with a calls file in a run folder, sorted."""
+    return sorted(p.stem for p in (Path(run_dir) / CALLS_DIR).glob("*.jsonl"))
+
+
 def read_transcripts(run_dir: Path, method: str) -> dict[str, dict[str, Any]]:
     """{question id: its last transcript line} of a method (empty when the run kept none)."""
     path = transcript_path(run_dir, method)
