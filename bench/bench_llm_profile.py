@@ -47,8 +47,9 @@ from engine.llm.threads import LoadMonitor
 from engine.llm.timings import PARTS, CallTimings
 from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question
-from engine.runs.batch import answer_one, method_configs, select_questions
+from engine.runs.batch import method_configs, select_questions
 from engine.runs.context import open_context
+from engine.runs.handout import answer_one
 from ingest.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,8 +28,9 @@ from engine.llm.models import DEFAULT_MODEL, REGISTRY, verify_model
 from engine.methods.context import Context
 from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question
-from engine.runs.batch import answer_one, method_configs, select_questions
+from engine.runs.batch import method_configs, select_questions
 from engine.runs.context import open_context
+from engine.runs.handout import answer_one
 from ingest.errors import ModelError
 from ingest.progress import progress_bar
 
