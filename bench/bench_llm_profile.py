@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_llm import GEN_TOKENS, PROMPTS
-from bench.summary import write_summary
+from bench.summary import skipped_lines, write_summary
 from engine.llm.llama_cpp_backend import LlamaCppLLM
 from engine.llm.models import REGISTRY, expected_sha256, verify_model
 from engine.llm.threads import LoadMonitor
@@ -236,8 +236,7 @@ def _markdown(results: dict[str, Any]) -> str:
         f"at end {m.get('load_average_at_end')}; other processes kept {m.get('other_processes_busy_cpus')} "
         f"CPUs busy on average). Target: {results['target']}.",
     ]
-    for name, why in results["skipped"].items():
-        lines.append(f"\nSkipped ({name}): {why}")
+    lines += skipped_lines(results)
     if not results["methods"]:
         return "\n".join(lines)
     raw = results["raw_throughput"]

@@ -24,14 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.llm.models import DEFAULT_MODEL, REGISTRY, verify_model
+from bench.summary import missing_input
+from engine.llm.models import DEFAULT_MODEL
 from engine.methods.context import Context
 from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question
 from engine.runs.batch import method_configs, select_questions
 from engine.runs.context import open_context
 from engine.runs.handout import answer_one
-from ingest.errors import ModelError
 from ingest.progress import progress_bar
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,12 +98,8 @@ def run(results_dir: Path) -> dict[str, Any]:
         "sets": {},
         "skipped": {},
     }
-    try:
-        verify_model(REGISTRY[DEFAULT_MODEL])
-    except ModelError as exc:
-        results["skipped"]["all"] = str(exc)
-    if not (INDEX / "manifest.json").exists():
-        results["skipped"]["all"] = f"{INDEX} is missing: `make eval` (or its index target) builds it"
+    if why := missing_input(DEFAULT_MODEL, INDEX, "`make eval` (or its index target) builds it"):
+        results["skipped"]["all"] = why
     started = time.perf_counter()
     missing = [str(p) for p in SETS.values() if not p.exists()]
     if missing and not results["skipped"]:

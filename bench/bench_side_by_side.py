@@ -35,10 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.summary import write_summary
-from engine.llm.models import REGISTRY, verify_model
+from bench.summary import missing_input, skipped_lines, write_summary
 from engine.llm.threads import LoadMonitor, usable_cpus
-from ingest.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -141,12 +139,8 @@ def run(results_dir: Path, *, questions: int | None = None, old_default: bool = 
         "target": f"side by side <= {TARGET}x one after the other",
         "configurations": {}, "skipped": {},
     }
-    try:
-        verify_model(REGISTRY[MODEL])
-    except ModelError as exc:
-        results["skipped"]["all"] = str(exc)
-    if not (INDEX / "manifest.json").exists():
-        results["skipped"]["all"] = f"{INDEX} is missing: `make index` builds it"
+    if why := missing_input(MODEL, INDEX, "`make index` builds it"):
+        results["skipped"]["all"] = why
     started = time.perf_counter()
     if not results["skipped"]:
         lines = QUESTIONS.read_text(encoding="utf-8").splitlines()[: 2 * n]
@@ -192,8 +186,7 @@ def _markdown(results: dict[str, Any]) -> str:
         f"side by side vs one after the other, on {m['cpus']} CPUs (load average at start "
         f"{m['load_average_at_start']}, at end {m.get('load_average_at_end')}). Target: {results['target']}.",
     ]
-    for name, why in results["skipped"].items():
-        lines.append(f"\nSkipped ({name}): {why}")
+    lines += skipped_lines(results)
     if not results["configurations"]:
         return "\n".join(lines)
     lines += ["", "| configuration | threads | wall s | runs s | other processes' busy CPUs before | failed |",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 
 def write_summary(results: Path, name: str, title: str, command: str, markdown: str) -> None:
@@ -15,3 +16,24 @@ def write_summary(results: Path, name: str, title: str, command: str, markdown: 
         f"# {title}\n\nProduced by `{command.strip()}` on {platform.machine()}, "
         f"{time.strftime('%Y-%m-%d')}. Raw numbers: bench/results/{raw}.\n\n{markdown}\n",
         encoding="utf-8")
+
+
+def missing_input(model: str, index: Path, builds_it: str) -> str | None:
+    """Why a bench that needs the registry model `model` and the index at `index` cannot run
+    (reported as skipped, not as a failure), or None when both are there. The index's reason
+    wins, as each bench reported it before."""
+    from engine.llm.models import REGISTRY, verify_model
+    from ingest.errors import ModelError
+
+    if not (index / "manifest.json").exists():
+        return f"{index} is missing: {builds_it}"
+    try:
+        verify_model(REGISTRY[model])
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
+def skipped_lines(results: dict[str, Any]) -> list[str]:
+    """The markdown lines naming what a bench skipped, and why."""
+    return [f"\nSkipped ({name}): {why}" for name, why in results["skipped"].items()]
