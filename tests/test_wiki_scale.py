@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bench.bench_wiki_scale import SOURCES, generate_pages_articles, measure_build, project, source_pages
+from bench.bench_wiki_scale import (
+    SOURCES,
+    generate_pages_articles,
+    measure_build,
+    project,
+    source_pages,
+)
 from cli import main
 from engine.access.documents import ParquetDocumentStore
 from index.build import build_index
