@@ -28,11 +28,12 @@ PINNED_DEFAULT_HASHES = {
     "tog2": "d664ad0a1f298519",
     "hydra": "6b5828a669a80726",
     "hydra-e": "341d59350f58a23e",
-    "chains": "57ed3c3622b9fd63",
+    "chains": "045cbdea51a15b90",
 }
 
 # data/runs/chains/metaqa-1-hop (50 MetaQA 1-hop questions, qwen2.5-coder-0.5b): its run.json config
-# and config hash, as that run wrote them.
+# and config hash, as that run wrote them, before `relation_cover` existed (`--set relation_cover=0`
+# gives that scorer and that hash back).
 CHAINS_RUN_CONFIG = {
     "max_hops": 3, "max_topic_entities": 2, "topic_search": 5, "max_degree": 500, "max_nodes": 20000,
     "beam": 40, "scorer": "dense", "last_step": 0.6, "first_step": 0.6, "hop_penalty": 0.06,
@@ -55,9 +56,13 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
     """The settings of existing runs give the hashes their run.json and records hold."""
     from engine.runs.batch import method_configs
 
-    configs = method_configs(["chains"], [])
-    assert configs["chains"] == CHAINS_RUN_CONFIG
-    assert json.dumps(configs["chains"]) == json.dumps(CHAINS_RUN_CONFIG)  # same types: 3 not 3.0
+    configs = method_configs(["chains"], ["relation_cover=0"])
+    assert configs["chains"] == {**CHAINS_RUN_CONFIG, "relation_cover": 0}
+    kept = {k: v for k, v in configs["chains"].items() if k != "relation_cover"}
+    assert json.dumps(kept) == json.dumps(CHAINS_RUN_CONFIG)  # same types: 3 not 3.0
+    # a run.json written before the option: the value it was made with, and its hash
+    assert registry.resolve_stored_config("chains", CHAINS_RUN_CONFIG) == configs["chains"]
+    assert registry.config_hash("chains", registry.resolve_stored_config("chains", CHAINS_RUN_CONFIG)) == CHAINS_RUN_HASH
     assert registry.config_hash("chains", configs["chains"]) == CHAINS_RUN_HASH
     bm25 = method_configs(["tog", "tog-r"], ['prune_tool="bm25"'])
     assert {m: registry.config_hash(m, c) for m, c in bm25.items()} == PRUNE_BM25_HASHES
@@ -72,7 +77,7 @@ def test_a_run_folder_on_disk_matches(folder: str) -> None:
         pytest.skip(f"no run folder data/runs/{folder} here")
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
     for method, entry in meta["methods"].items():
-        resolved = registry.resolve_config(method, entry["config"])
+        resolved = registry.resolve_stored_config(method, entry["config"])
         assert registry.config_hash(method, resolved) == entry["config_hash"]
         with (run / entry["file"]).open(encoding="utf-8") as lines:
             for line in lines:

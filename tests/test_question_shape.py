@@ -11,6 +11,7 @@ from engine.access.graph import Subgraph
 from engine.methods.chain_plans import enumerate_chains
 from engine.methods.chains import ScoreWeights, _Scorer
 from engine.methods.question_shape import asked_for
+from engine.methods.word_forms import same_word, word_form, word_stems
 
 
 @pytest.mark.parametrize(("question", "asked"), [
@@ -70,3 +71,42 @@ def test_word_overlap_counts_the_steps_the_question_names() -> None:
     overlap = {k: scorer._overlap(c) for k, c in chains.items()}
     assert overlap["starred actors:in"] == 1.0
     assert overlap["starred actors:in>release year:out"] == 0.5
+
+
+@pytest.mark.parametrize(("word", "form"), [
+    ("wrote", "writ"), ("written", "writ"), ("writer", "writ"), ("director", "direct"),
+    ("directed", "direct"), ("directing", "direct"), ("starred", "star"), ("stars", "star"),
+    ("acted", "act"), ("actors", "act"), ("released", "releas"), ("release", "releas"),
+])
+def test_word_forms_of_one_word_meet(word: str, form: str) -> None:
+    assert word_form(word) == form
+
+
+def test_a_compound_names_its_last_word() -> None:
+    assert same_word(word_form("screenwriters"), word_form("written"))
+    assert not same_word(word_form("director"), word_form("actors"))
+    assert word_stems("who is the director of X") == {"direct"}
+
+
+# A director's film, its writer's other film and that film's actors: "the actors in the films written
+# by the writer of the film X directed" names three relations.
+WROTE = [("Jaws", "directed by", "Steve"), ("Jaws", "written by", "Pete"), ("Deep", "written by", "Pete"),
+         ("Deep", "starred actors", "Nick"), ("Jaws", "starred actors", "Roy")]
+
+
+def _cover_best(question: str, cover: float) -> list[str]:
+    sub = _sub(WROTE, "Jaws")
+    relations = sorted({k for _, _, k in sub.graph.edges(keys=True)})
+    scorer = _Scorer("lexical", question, lambda r: r, None,
+                     ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=cover), lambda e: e, relations)
+    return [f"{r}:{d}" for r, d in enumerate_chains(sub, "Jaws", 3, scorer=scorer)[0].steps]
+
+
+def test_relation_cover_keeps_the_relations_the_question_names() -> None:
+    question = "who acted in the films whose screenwriter also wrote X"
+    scorer = _Scorer("lexical", question, lambda r: r, None, PLAIN, lambda e: e,
+                     ["directed by", "written by", "starred actors"])
+    assert scorer.relation_words == ["act", "screenwrit", "writ"]
+    full = ["written by:out", "written by:in", "starred actors:out"]
+    assert _cover_best(question, 1.0) == full
+    assert _cover_best(question, 0.0) != full  # without the term, one step ("starred actors") wins

@@ -65,6 +65,7 @@ from engine.methods.method_config import MethodConfig, option
 from engine.methods.question_shape import asked_for
 from engine.methods.spec import MethodSpec
 from engine.methods.topics import linked_or_searched
+from engine.methods.word_forms import same_word, word_stems
 from engine.questions.record import AnswerRecord, Question
 from ingest.errors import LocalkgError
 
@@ -98,6 +99,8 @@ class ChainsConfig(MethodConfig):
                                **_W)
     word_overlap: float = option(0.3, "weight: share of the chain's steps whose relation words the question uses",
                                  **_W)
+    relation_cover: float = option(1.0, "weight: share of the question's relation words (words naming a relation "
+                                   "of the subgraph) that the chain's steps name", **_W)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("llm", "llm: one choice call; top: the scorer's best, no call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
@@ -167,14 +170,20 @@ class _Scorer:
       date", "type of film", "nationality") against the chain's end set as its last relation and
       first names ("has genre: Drama, Comedy"): a chain that ends at films does not answer "who";
     - `word_overlap`: the share of the chain's steps whose relation words the question uses
-      (word stems): a chain must account for what the question says, not only resemble it.
+      (word stems): a chain must account for what the question says, not only resemble it;
+    - `relation_cover`, the other way round: the share of the question's relation words (its words
+      that name a relation of the question subgraph: "directed", "director", "actors" of "the
+      actors in the films directed by the director of X") that the chain's steps name
+      (`word_forms`: "wrote" and "screenwriters" name "written by"): a chain must not leave out a
+      relation the question names, so one step ("starred actors") does not answer a question
+      that names three.
 
     A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
     shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
     place."""
 
     def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
-                 weights: ScoreWeights, label: Any = None) -> None:
+                 weights: ScoreWeights, label: Any = None, relations: Sequence[str] = ()) -> None:
         self.kind = kind if dense is not None else "lexical"
         self.query = query
         words = query.split()
@@ -187,6 +196,8 @@ class _Scorer:
         self.label = label or (lambda node: node)
         self.dense = dense
         self.weights = weights
+        vocabulary = {form for r in relations for form in word_stems(relation_label(r))}
+        self.relation_words = [q for q in sorted(word_stems(query)) if any(same_word(q, r) for r in vocabulary)]
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
@@ -199,7 +210,7 @@ class _Scorer:
         for c, s, a, b, k in zip(chains, scores, last, first, kinds, strict=True):
             widest = max((len(x) for x in c.sets[1:-1]), default=1)
             result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
-                          + w.word_overlap * self._overlap(c)
+                          + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
                           - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
         return result
 
@@ -216,6 +227,13 @@ class _Scorer:
         steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
         used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems)
         return used / len(steps)
+
+    def _cover(self, chain: Chain) -> float:
+        if not self.relation_words:
+            return 0.0
+        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
+        named = {form for s in steps for form in word_stems(self.relation_label(s[0]))}
+        return sum(1 for q in self.relation_words if any(same_word(q, r) for r in named)) / len(self.relation_words)
 
     def _similarity(self, query: str, texts: list[str]) -> list[float]:
         if self.kind == "dense" and self.dense is not None:
@@ -234,8 +252,9 @@ class ScoreWeights:
     hub_penalty: float
     asked_type: float = 0.0
     word_overlap: float = 0.0
+    relation_cover: float = 0.0
 
-    KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap")
+    KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover")
 
     @classmethod
     def of(cls, config: ChainsConfig) -> ScoreWeights:
@@ -291,8 +310,9 @@ class ChainsRun:
         self.sub = sub
         self.record.extra["subgraph"] = sub.summary()
         query = _masked(self.question, [self.label(t) for t in topics])
+        relations = sorted({key for _, _, key in sub.graph.edges(keys=True)})
         scorer = _Scorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
-                         self.label)
+                         self.label, relations)
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
             every = [c for chains in per_topic for c in chains]
@@ -485,5 +505,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search, one chain choice, one answer",
-    hash_when_set=("answer_routes",),
+    hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0},
 )

@@ -59,6 +59,13 @@ def resolve_config(name: str, overrides: Mapping[str, Any] | None = None) -> dic
     return get(name).config(overrides)
 
 
+def resolve_stored_config(name: str, stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The full config of a run as its run.json stored it: a key added since (`hash_unless`) takes
+    the value the run was made with, not today's default."""
+    spec = get(name)
+    return spec.config({**{k: v for k, v in spec.hash_unless.items() if k not in stored}, **stored})
+
+
 def config_hash(name: str, config: Mapping[str, Any]) -> str:
     """The one stable short hash of a method and its full (resolved) config: in every record
     and in run.json. Options a method added later count only when set (`hash_when_set`)."""

@@ -39,15 +39,19 @@ class MethodSpec:
     # Options added after runs were made with this method: they enter the config hash only when
     # set away from their default, so a run made before them keeps its hash (and resumes).
     hash_when_set: Sequence[str] = field(default_factory=tuple)
+    # Options added with a default that changes answers: KEY -> the value that reproduces the runs
+    # made before the option existed; set to that value, the key stays out of the hash, so those
+    # runs keep their hash (and resume) under `--set KEY=VALUE`.
+    hash_unless: Mapping[str, Any] = field(default_factory=dict)
     # The typed config the defaults and checks come from (None: a plain defaults dict).
     config_type: type[MethodConfig] | None = None
 
     @classmethod
     def typed(cls, name: str, run: MethodFn, config_type: type[MethodConfig], summary: str, *,
-              hash_when_set: Sequence[str] = ()) -> MethodSpec:
+              hash_when_set: Sequence[str] = (), hash_unless: Mapping[str, Any] | None = None) -> MethodSpec:
         """A method whose defaults, checks and option descriptions come from `config_type`."""
         return cls(name, run, config_type.defaults(), summary, (config_type.check,),
-                   tuple(hash_when_set), config_type)
+                   tuple(hash_when_set), dict(hash_unless or {}), config_type)
 
     def options(self) -> list[OptionInfo]:
         """Each config key: default, allowed values, help, paper reference (blank when untyped)."""
@@ -58,7 +62,8 @@ class MethodSpec:
     def hashed_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The part of a resolved config that identifies it (see `hash_when_set`)."""
         return {k: v for k, v in config.items()
-                if not (k in self.hash_when_set and k in self.defaults and v == self.defaults[k])}
+                if not (k in self.hash_when_set and k in self.defaults and v == self.defaults[k])
+                and not (k in self.hash_unless and v == self.hash_unless[k])}
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The defaults with `overrides` applied and checked.

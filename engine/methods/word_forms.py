@@ -1,0 +1,56 @@
+"""Word forms for matching a question's words with relation labels, without a lemmatiser's data
+files: English morphology only (no dataset's vocabulary).
+
+    word_stems("who wrote the screenplays")  # {"writ", "screenplay"}: wrote, written, writer -> "writ"
+    same_word("screenwrit", "writ")          # True: a compound ends with the relation's word
+
+A word is lower-cased, an irregular verb form mapped to its base ("wrote", "written" -> "write"), then
+one common suffix is cut (-ing, -ers, -ors, -er, -or, -ed, -es, -s, -ion, -e, -y), a doubled final
+consonant and a final e are dropped: "directed", "director", "directing" -> "direct"; "starred",
+"stars" -> "star"; "acted", "actors" -> "act". Short and function words are left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+_IRREGULAR = {
+    "wrote": "write", "written": "write", "writing": "write", "born": "bear", "bore": "bear",
+    "sang": "sing", "sung": "sing", "made": "make", "led": "lead", "won": "win", "spoke": "speak",
+    "spoken": "speak", "took": "take", "taken": "take", "gave": "give", "given": "give", "grew": "grow",
+    "grown": "grow", "drew": "draw", "drawn": "draw", "fought": "fight", "found": "find",
+    "built": "build", "bought": "buy", "taught": "teach", "held": "hold", "sold": "sell", "told": "tell",
+    "thought": "think", "went": "go", "gone": "go", "ran": "run", "saw": "see", "seen": "see",
+    "became": "become", "came": "come", "chose": "choose", "chosen": "choose", "wore": "wear",
+    "worn": "wear", "shot": "shoot", "died": "die", "married": "marry", "lived": "live",
+    "children": "child", "wives": "wife", "women": "woman", "men": "man", "people": "person",
+}
+_SUFFIXES = ("ings", "ing", "ers", "ors", "er", "or", "ed", "es", "s", "ion", "e", "y")
+_FUNCTION = frozenset(
+    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "about", "as", "into", "is", "are", "was", "were", "be", "been", "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "did", "do", "does", "that", "this", "these", "those", "it", "its", "their", "they", "them", "also", "and", "or", "x", "reverse", "then", "has", "have", "had", "can", "some", "same", "share", "shared"])
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def word_form(word: str) -> str:
+    """The form a word is matched by (module docstring)."""
+    word = _IRREGULAR.get(word, word)
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2]:
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def word_stems(text: str) -> set[str]:
+    """The forms of the content words of `text` (three letters or more, function words left out)."""
+    return {word_form(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _FUNCTION}
+
+
+def same_word(a: str, b: str) -> bool:
+    """Two forms name the same thing: equal, or one (of four letters or more) ends the other, as
+    in a compound ("screenwrit" and "writ")."""
+    return a == b or (len(b) >= 4 and a.endswith(b)) or (len(a) >= 4 and b.endswith(a))
