@@ -168,7 +168,9 @@ def _run(index: Path, question: Question, reply: Callable[[ScriptedRequest], Any
          **overrides: Any) -> tuple[AnswerRecord, ScriptedLLM]:
     llm = ScriptedLLM(reply)
     ctx = open_context(index, llm)
-    config = resolve_config("chains", overrides)
+    # these scripted runs walk the choice call's branches unless told otherwise (the default,
+    # choose=top, makes no choice call: test_choose_top_makes_no_choice_call)
+    config = resolve_config("chains", {"choose": "llm", **overrides})
     record = answer_question("chains", question, ctx, config)
     return record, llm
 
@@ -229,6 +231,7 @@ def test_none_of_the_routes_leaves_documents_only(demo_index: Path) -> None:
 
 
 def test_choose_top_makes_no_choice_call(demo_index: Path) -> None:
+    assert resolve_config("chains")["choose"] == "top"  # the default
     record, llm = _run(demo_index, FOUNDER, _choose("founded by", "Oskar Thelling"), choose="top")
     assert [r.stage for r in llm.requests] == ["answer"]
     assert record.extra["choice"] == "R1 (no call)"

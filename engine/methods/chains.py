@@ -13,9 +13,11 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    entities, also the pairs of chains whose end sets meet. Each chain's relation words are
    scored against the question with the index's embedding model (cosine; `scorer=dense`) or by
    word overlap (`scorer=lexical`), and the best `shown_chains` with distinct end sets are kept.
-3. One choice call: the chains as readable routes ("Kill Bill -written by-> Quentin Tarantino
-   -written by (reverse)-> Pulp Fiction, … -directed by-> …"), under an enum of route ids or
-   "none" (`choose=top`: the scorer's best, no call). Skipped when one chain is left.
+3. The choice: by default the scorer's best route (`choose=top`, no call: with the 0.5B model a
+   choice call picked the right route less often than the scorer ranked it first, docs/methods/
+   chains.md). `choose=llm`: one choice call, the chains as readable routes ("Kill Bill -written
+   by-> Quentin Tarantino -written by (reverse)-> Pulp Fiction, … -directed by-> …"), under an enum
+   of route ids or "none"; skipped when one chain is left.
 4. The graph executes the chosen chain: its end entities are the candidates.
 5. Evidence from documents (when the index has them): sentence windows of the candidates' and
    the topic entities' documents and of the question's own best passages (dense search, BM25
@@ -27,7 +29,8 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    evidence answers the question (it could have said "none"): a 0.5B model then said "not
    found" beside a route that listed the answer, so the answer call keeps to the evidence.
 
-LLM calls: 0-1 choice + 0-1 answer (none when nothing was found): at most 2 per question.
+LLM calls: 0-1 answer by default; with `choose=llm`, 0-1 choice + 0-1 answer (none when nothing
+was found): at most 2 per question.
 """
 
 from __future__ import annotations
@@ -102,7 +105,7 @@ class ChainsConfig(MethodConfig):
     relation_cover: float = option(1.0, "weight: share of the question's relation words (words naming a relation "
                                    "of the subgraph) that the chain's steps name", **_W)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
-    choose: str = option("llm", "llm: one choice call; top: the scorer's best, no call; answer: no call, "
+    choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
     answer_routes: int = option(3, "choose=answer: routes the answer call reads", low=1)
     max_shown: int = option(2, "entity names shown per set of a route", low=1)
