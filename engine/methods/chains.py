@@ -507,6 +507,6 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
-    "ours, for small models: LLM-free chain search, one chain choice, one answer",
+    "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
     hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0},
 )
