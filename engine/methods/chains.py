@@ -199,7 +199,8 @@ class _Scorer:
         self.label = label or (lambda node: node)
         self.dense = dense
         self.weights = weights
-        vocabulary = {form for r in relations for form in word_stems(relation_label(r))}
+        self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
+        vocabulary = {form for r in relations for form in self._relation_forms(r)}
         self.relation_words = [q for q in sorted(word_stems(query)) if any(same_word(q, r) for r in vocabulary)]
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
@@ -231,11 +232,16 @@ class _Scorer:
         used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems)
         return used / len(steps)
 
+    def _relation_forms(self, relation: str) -> set[str]:
+        if relation not in self._forms:
+            self._forms[relation] = word_stems(self.relation_label(relation))
+        return self._forms[relation]
+
     def _cover(self, chain: Chain) -> float:
         if not self.relation_words:
             return 0.0
         steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        named = {form for s in steps for form in word_stems(self.relation_label(s[0]))}
+        named = {form for s in steps for form in self._relation_forms(s[0])}
         return sum(1 for q in self.relation_words if any(same_word(q, r) for r in named)) / len(self.relation_words)
 
     def _similarity(self, query: str, texts: list[str]) -> list[float]:
