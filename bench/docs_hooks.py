@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # mkdocs loads hooks by path; the engine is imported from the root
     sys.path.insert(0, str(ROOT))
 
+from engine.methods import registry  # noqa: E402
 from engine.runs.expected_scores import DEFAULT_FILE, Entry, load_entries  # noqa: E402
 
 MARKER = re.compile(r"<!--\s*(options|method-table|table)\b:?(.*?)-->", re.DOTALL)
@@ -103,8 +104,7 @@ def method_table(table: str, entries: Sequence[Entry], method: str | None = None
                 groups[entry.id[: -len(suffix) - 1]] = entry
     if not groups:
         raise DocsTableError(f"<!-- method-table: {table} -->: no rows {table}-<set>-<method>-hits1")
-    lines = ["| set | method | accuracy (%) | LLM calls/q | prompt tok/q | LLM s/q | run |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    rows: list[tuple[str, str, str]] = []  # (set, method, line)
     for stem, accuracy in groups.items():
         if method is not None and accuracy.method != method:
             continue
@@ -115,9 +115,14 @@ def method_table(table: str, entries: Sequence[Entry], method: str | None = None
             costs = [display(by_id[f"{stem}-{suffix}"]) for suffix in COST_SUFFIXES]
         except KeyError as exc:
             raise DocsTableError(f"<!-- method-table: {table} -->: row {exc} is missing") from None
-        lines.append(f"| {match['set']} | {accuracy.method} | {display(accuracy)} | {' | '.join(costs)} "
-                     f"| {accuracy.runs[0]} |")
-    return "\n".join(lines)
+        rows.append((match["set"], accuracy.method, f"| {match['set']} | {accuracy.method} | {display(accuracy)} "
+                     f"| {' | '.join(costs)} | {accuracy.runs[0]} |"))
+    # sets in the order the file first names them, methods in the registry's order (baselines first)
+    sets = list(dict.fromkeys(s for s, _, _ in rows))
+    order = {m: i for i, m in enumerate(registry.names())}
+    rows.sort(key=lambda r: (sets.index(r[0]), order.get(r[1], len(order)), r[1]))
+    return "\n".join(["| set | method | accuracy (%) | LLM calls/q | prompt tok/q | LLM s/q | run |",
+                      "|---|---|---:|---:|---:|---:|---|", *(line for _, _, line in rows)])
 
 
 def bench_value(reference: str, fmt: str | None = None) -> str:

@@ -28,12 +28,12 @@ PINNED_DEFAULT_HASHES = {
     "tog2": "d664ad0a1f298519",
     "hydra": "6b5828a669a80726",
     "hydra-e": "341d59350f58a23e",
-    "chains": "9c1fab0620262c33",
+    "chains": "57d557be708c1890",
 }
 
 # data/runs/chains/metaqa-1-hop (50 MetaQA 1-hop questions, qwen2.5-coder-0.5b): its run.json config
-# and config hash, as that run wrote them, before `relation_cover` existed (`--set relation_cover=0`
-# gives that scorer and that hash back).
+# and config hash, as that run wrote them, before `relation_cover` and `relation_order` existed
+# (`--set relation_cover=0 --set relation_order=0` gives that scorer and that hash back).
 CHAINS_RUN_CONFIG = {
     "max_hops": 3, "max_topic_entities": 2, "topic_search": 5, "max_degree": 500, "max_nodes": 20000,
     "beam": 40, "scorer": "dense", "last_step": 0.6, "first_step": 0.6, "hop_penalty": 0.06,
@@ -56,9 +56,9 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
     """The settings of existing runs give the hashes their run.json and records hold."""
     from engine.runs.batch import method_configs
 
-    configs = method_configs(["chains"], ["relation_cover=0", "choose=\"llm\""])
-    assert configs["chains"] == {**CHAINS_RUN_CONFIG, "relation_cover": 0}
-    kept = {k: v for k, v in configs["chains"].items() if k != "relation_cover"}
+    configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "choose=\"llm\""])
+    assert configs["chains"] == {**CHAINS_RUN_CONFIG, "relation_cover": 0, "relation_order": 0}
+    kept = {k: v for k, v in configs["chains"].items() if k not in ("relation_cover", "relation_order")}
     assert json.dumps(kept) == json.dumps(CHAINS_RUN_CONFIG)  # same types: 3 not 3.0
     # a run.json written before the option: the value it was made with, and its hash
     assert registry.resolve_stored_config("chains", CHAINS_RUN_CONFIG) == configs["chains"]

@@ -110,3 +110,38 @@ def test_relation_cover_keeps_the_relations_the_question_names() -> None:
     full = ["written by:out", "written by:in", "starred actors:out"]
     assert _cover_best(question, 1.0) == full
     assert _cover_best(question, 0.0) != full  # without the term, one step ("starred actors") wins
+
+
+# Two films of a director, two of a writer: "written by, then directed by" and "directed by, then
+# written by" name the same two relations in the other order.
+ORDERED = [("Jaws", "directed by", "Steve"), ("Jaws", "written by", "Pete"), ("Duel", "directed by", "Steve"),
+           ("Duel", "written by", "Rich"), ("Deep", "written by", "Pete"), ("Deep", "directed by", "Ann")]
+
+
+def _order_scores(question: str, order: float) -> dict[str, float]:
+    sub = _sub(ORDERED, "Jaws")
+    relations = ["directed by", "written by"]
+    scorer = _Scorer("lexical", question, lambda r: r, None,
+                     ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, relation_order=order), lambda e: e,
+                     relations)
+    chains = [c for c in enumerate_chains(sub, "Jaws", 3, scorer=scorer) if c.hops == 3]
+    return {" > ".join(f"{r}:{d}" for r, d in c.steps): c.score for c in chains}
+
+
+def test_relation_order_puts_the_relation_named_at_the_mention_first() -> None:
+    question = "who directed the films written by the writer of X"
+    right = "written by:out > written by:in > directed by:out"
+    swapped = "directed by:out > directed by:in > written by:out"
+    without, with_order = _order_scores(question, 0.0), _order_scores(question, 1.0)
+    assert without[right] == without[swapped]  # relation_cover reads no order
+    assert with_order[right] > with_order[swapped]
+    # the question word's window names both relations, so only the first step decides here
+    assert with_order[right] - with_order[swapped] == pytest.approx(0.5)
+
+
+def test_relation_order_reads_only_the_question_relation_words() -> None:
+    scorer = _Scorer("lexical", "which films share the director of X", lambda r: r, None, PLAIN, lambda e: e,
+                     ["directed by", "written by"])
+    assert scorer.near_mention == {"direct"}
+    assert scorer.near_question_word == {"direct"}  # "films", "share" name no relation
+    assert _Scorer("lexical", "X", lambda r: r, None, PLAIN, lambda e: e, ["directed by"]).near_mention == set()

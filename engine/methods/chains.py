@@ -81,6 +81,7 @@ SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
 _W = {"low": 0.0, "high": 2.0}  # the scorer's weights
+_QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where"])
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class ChainsConfig(MethodConfig):
                                  **_W)
     relation_cover: float = option(1.0, "weight: share of the question's relation words (words naming a relation "
                                    "of the subgraph) that the chain's steps name", **_W)
+    relation_order: float = option(0.5, "weight: the first step is named next to the mention, the last next to "
+                                   "the question word", **_W)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
@@ -180,6 +183,12 @@ class _Scorer:
       (`word_forms`: "wrote" and "screenwriters" name "written by"): a chain must not leave out a
       relation the question names, so one step ("starred actors") does not answer a question
       that names three.
+    - `relation_order`: which of those relation words go first and last. English puts the
+      relation of the first hop next to the entity's mention ("... the films directed by [X]":
+      3 words before the mention, 1 after) and the asked relation next to the question word
+      ("who starred in ...": 3 words before it, 4 after). The term is the mean of two
+      indicators: the first step names a relation word of the mention's window, and the last step
+      names one of the question word's window (a window without relation words counts 0).
 
     A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
     shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
@@ -202,6 +211,12 @@ class _Scorer:
         self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
         vocabulary = {form for r in relations for form in self._relation_forms(r)}
         self.relation_words = [q for q in sorted(word_stems(query)) if any(same_word(q, r) for r in vocabulary)]
+        said = set(self.relation_words)
+        asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
+        self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
+            if at is not None else set()
+        self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
+            & said if asks is not None else set()
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
@@ -215,6 +230,7 @@ class _Scorer:
             widest = max((len(x) for x in c.sets[1:-1]), default=1)
             result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
+                          + w.relation_order * self._order(c)
                           - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
         return result
 
@@ -244,6 +260,14 @@ class _Scorer:
         named = {form for s in steps for form in self._relation_forms(s[0])}
         return sum(1 for q in self.relation_words if any(same_word(q, r) for r in named)) / len(self.relation_words)
 
+    def _names(self, words: set[str], relation: str) -> bool:
+        return any(same_word(q, r) for q in words for r in self._relation_forms(relation))
+
+    def _order(self, chain: Chain) -> float:
+        first = self._names(self.near_mention, chain.steps[0][0])
+        last = self._names(self.near_question_word, chain.steps[-1][0])
+        return (first + last) / 2
+
     def _similarity(self, query: str, texts: list[str]) -> list[float]:
         if self.kind == "dense" and self.dense is not None:
             return self.dense.scores(query, texts)
@@ -262,8 +286,10 @@ class ScoreWeights:
     asked_type: float = 0.0
     word_overlap: float = 0.0
     relation_cover: float = 0.0
+    relation_order: float = 0.0
 
-    KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover")
+    KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
+            "relation_order")
 
     @classmethod
     def of(cls, config: ChainsConfig) -> ScoreWeights:
@@ -514,5 +540,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0},
+    hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0, "relation_order": 0.0},
 )
