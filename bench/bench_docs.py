@@ -41,7 +41,8 @@ def _percentiles(seconds: list[float]) -> dict[str, float]:
 
 
 def _build_docs(root: Path, questions: list[dict[str, Any]]) -> Any:
-    from index.doc_stage import DocOptions, DocSource, build_documents
+    from index.doc_options import DocOptions, DocSource
+    from index.doc_stage import build_documents
     from index.paths import IndexPaths
     from ingest.rejects import RejectLog
 
@@ -57,8 +58,10 @@ def _build_docs(root: Path, questions: list[dict[str, Any]]) -> Any:
 
 
 def _throughput(root: Path, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    from index.doc_stage import DocOptions, build_vectors, chunk_texts
+    from index.chunk_texts import chunk_texts
+    from index.doc_options import DocOptions
     from index.embedder import SentenceTransformerEmbedder
+    from index.vectors_stage import build_vectors
 
     paths = _build_docs(root / "throughput", questions[:THROUGHPUT_QUESTIONS])
     texts = [t for batch in chunk_texts(paths.chunks) for t in batch]
@@ -96,7 +99,8 @@ def _throughput(root: Path, questions: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _store_latency(root: Path, questions: list[dict[str, Any]]) -> tuple[dict[str, Any], Any, np.ndarray]:
     from engine.access.documents import ParquetDocumentStore
-    from index.doc_stage import DocOptions, build_vectors
+    from index.doc_options import DocOptions
+    from index.vectors_stage import build_vectors
 
     paths = _build_docs(root / "store", questions)
     build_vectors(paths, DocOptions(entity_vectors=False), root / "store-cache")

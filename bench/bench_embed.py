@@ -103,8 +103,10 @@ def _speed(texts: list[str], threads: int) -> dict[str, Any]:
 
 def _retrieval(root: Path) -> dict[str, Any]:
     from engine.access.documents import ParquetDocumentStore
-    from index.doc_stage import DocOptions, DocSource, build_documents, build_vectors
+    from index.doc_options import DocOptions, DocSource
+    from index.doc_stage import build_documents
     from index.paths import IndexPaths
+    from index.vectors_stage import build_vectors
     from ingest.rejects import RejectLog
 
     questions = json.loads(HOTPOT.read_text(encoding="utf-8"))
@@ -159,7 +161,7 @@ def linking_cases() -> dict[str, list[tuple[str, str]]]:
 def _linking(root: Path) -> dict[str, Any]:
     from engine.access.linking import EntityLinker
     from index.build import build_index
-    from index.doc_stage import DocSource
+    from index.doc_options import DocSource
     from index.kg_stage import KgSource
 
     doc = root / "one.jsonl"  # the vectors stage needs a chunk; the labels are what is measured

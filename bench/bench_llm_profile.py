@@ -42,7 +42,8 @@ from typing import Any
 from bench.bench_llm import GEN_TOKENS, PROMPTS
 from bench.summary import skipped_lines, write_summary
 from engine.llm.llama_cpp_backend import LlamaCppLLM
-from engine.llm.models import REGISTRY, expected_sha256, verify_model
+from engine.llm.model_registry import REGISTRY
+from engine.llm.models import expected_sha256, verify_model
 from engine.llm.threads import LoadMonitor
 from engine.llm.timings import PARTS, CallTimings
 from engine.questions.datasets import detect_format, read_questions

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.summary import missing_input
-from engine.llm.models import DEFAULT_MODEL
+from engine.llm.model_registry import DEFAULT_MODEL
 from engine.methods.context import Context
 from engine.questions.datasets import detect_format, read_questions
 from engine.questions.record import Question

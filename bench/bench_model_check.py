@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.llm import models
+from engine.llm import model_checksums, model_registry, models
 
 REPEATS = 3
 
@@ -30,8 +30,8 @@ def _time(fn: Any) -> float:
 
 def measure(path: Path, repair: str) -> dict[str, Any]:
     """Seconds of a first-use check (header + sha256) and of a remembered one, for one file."""
-    first = [_time(lambda: models.file_sha256(path, repair=repair, force=True)) for _ in range(REPEATS)]
-    remembered = [_time(lambda: models.file_sha256(path, repair=repair)) for _ in range(20)]
+    first = [_time(lambda: model_checksums.file_sha256(path, repair=repair, force=True)) for _ in range(REPEATS)]
+    remembered = [_time(lambda: model_checksums.file_sha256(path, repair=repair)) for _ in range(20)]
     size = path.stat().st_size
     return {
         "path": str(path), "bytes": size,
@@ -50,17 +50,17 @@ def run(results_dir: Path) -> dict[str, Any]:
         "repeats": REPEATS, "models": {}, "skipped": {},
     }
     with tempfile.TemporaryDirectory() as records:
-        original = models._record_path
-        models._record_path = lambda p: Path(records) / (original(p).name)  # type: ignore[assignment]
+        original = model_checksums._record_path
+        model_checksums._record_path = lambda p: Path(records) / (original(p).name)  # type: ignore[assignment]
         try:
-            for name, spec in models.REGISTRY.items():
+            for name, spec in model_registry.REGISTRY.items():
                 path = models.model_path(spec)
                 if not path.is_file():
                     results["skipped"][name] = f"not installed ({path})"
                     continue
                 results["models"][name] = measure(path, f"run `python cli.py models install {name}`")
         finally:
-            models._record_path = original  # type: ignore[assignment]
+            model_checksums._record_path = original  # type: ignore[assignment]
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "model_check.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     lines = ["| model | size | first use (sha256, median of 3) | later use (identity unchanged) |",

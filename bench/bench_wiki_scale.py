@@ -182,7 +182,7 @@ def bm25s_probe(chunks: Path, limit: int, out_dir: Path) -> dict[str, Any]:
     import resource
 
     from index.bm25_index import build_bm25
-    from index.doc_stage import chunk_texts
+    from index.chunk_texts import chunk_texts
 
     def first_texts() -> Any:
         left = limit
@@ -224,7 +224,7 @@ def sparse_overlap(root: Path, k: int = 10, queries: int = 100, seed: int = 0) -
     are the article titles and `queries` sentences drawn from chunks (seeded)."""
     from engine.access.documents import ParquetDocumentStore
     from index.build import build_index
-    from index.doc_stage import DocSource
+    from index.doc_options import DocSource
 
     root.mkdir(parents=True, exist_ok=True)
     xml = root / "overlap.xml"
@@ -255,7 +255,7 @@ def measure_embedding(root: Path, backend: str = "torch") -> dict[str, Any]:
     import torch
 
     from index.build import build_index
-    from index.doc_stage import DocSource
+    from index.doc_options import DocSource
 
     root.mkdir(parents=True, exist_ok=True)
     xml = root / "embed.xml"

@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.runs.evaluate import METRIC_NAMES, evaluate_run
+from engine.runs.eval_tables import METRIC_NAMES
+from engine.runs.evaluate import evaluate_run
 
 ACCURACY = ("hits1", "em_tok", "em", "f1_tok", "paper_em")
 

@@ -22,7 +22,8 @@ def missing_input(model: str, index: Path, builds_it: str) -> str | None:
     """Why a bench that needs the registry model `model` and the index at `index` cannot run
     (reported as skipped, not as a failure), or None when both are there. The index's reason
     wins, as each bench reported it before."""
-    from engine.llm.models import REGISTRY, verify_model
+    from engine.llm.model_registry import REGISTRY
+    from engine.llm.models import verify_model
     from ingest.errors import ModelError
 
     if not (index / "manifest.json").exists():

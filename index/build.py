@@ -9,8 +9,8 @@ Stages and what their fingerprint covers:
   vectors  the docs stage + embedding model (content)   -> vectors/, embeddings/
            + FAISS kind + which chunks (--vectors all|linked; not built with --vectors none)
 
-Options not given are those the index was last built with (`build_options` in its manifest),
-else the defaults; a given option overrides, and the stages it affects rebuild.
+How options not given are resolved and what each stage's fingerprint is made of:
+index/build_inputs.py.
 
 The temp folder starts as a hard-link copy of the outputs of the stages that are reused (never
 of a stage that runs or that no longer exists); a stage that runs writes new files there, so the
@@ -23,39 +23,47 @@ readers that find no index at the path open `.NAME.old` (`IndexPaths`), which th
 renames back if the swap never finished. A failed build removes its temp folder and lock file,
 and so does one stopped by SIGTERM (index/sigterm.py: the CLI then exits 143); one killed
 outright (SIGKILL) leaves them, and the next build in the same folder removes those whose
-owner process is gone (see `_clean_stale`). Readers open an index through
+owner process is gone (see `_clean_stale` in index/build_lock.py). Readers open an index through
 `index.paths.open_index`, which repeats an open that a swap overlapped.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
-import fcntl
 import gc
-import json
 import os
-import re
 import shutil
-import socket
 import time
 import traceback
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from index.build_inputs import (
+    _absolute_model,
+    _build_options,
+    _check_kg_from_docs,
+    _check_readable,
+    _doc_entry,
+    _doc_options,
+    _has_docs,
+    _kg_entry,
+    _merge,
+    _model_fingerprint,
+    _recorded,
+    _resolve_options,
+    _stage_fingerprints,
+)
+from index.build_lock import _build_lock, _clean_stale
 from index.kg_stage import KgSource, build_kg, remove_doc_ids
-from index.manifest import read_manifest, stable_hash, write_manifest
+from index.manifest import read_manifest, write_manifest
 from index.paths import SCHEMA_VERSION, IndexPaths, previous_root
 from index.sigterm import terminate_cleanly
 from ingest.errors import IndexError_, InputError
-from ingest.freebase import FREEBASE_DROP_PREFIXES
 from ingest.kg_readers import KgOptions
-from ingest.progress import console
 from ingest.rejects import RejectLog
-from ingest.sources import fingerprint, same_content
 
 STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "kg": ("kg", "entities.parquet", "relations.parquet", "dropped_docs.jsonl", ".rejects-kg.jsonl"),
@@ -65,7 +73,6 @@ STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "mentions": ("kg", "relations.parquet", "entities.parquet"),
     "vectors": ("vectors", "embeddings"),
 }
-_Options = TypeVar("_Options")
 
 
 @dataclass
@@ -206,65 +213,6 @@ def build_index(
         return report
 
 
-def _resolve_options(
-    cls: type[_Options], given: Any, recorded: Mapping[str, Any] | None, inherited: dict[str, Any]
-) -> _Options:
-    """`given` itself when it is a `cls`; otherwise the recorded options (unknown names are
-    ignored) updated with the mapping `given`. Recorded values that differ from the defaults
-    and were not given are added to `inherited`."""
-    if isinstance(given, cls):
-        return given
-    default = cls()
-    names = {f.name for f in fields(default)}
-    overrides = dict(given or {})
-    if unknown := sorted(set(overrides) - names):
-        raise ValueError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}")
-    base = {
-        name: tuple(value) if isinstance(getattr(default, name), tuple) and value is not None else value
-        for name, value in (recorded or {}).items()
-        if name in names
-    }
-    options = cls(**(base | overrides))
-    inherited.update(
-        {name: value for name, value in base.items() if name not in overrides and value != getattr(default, name)}
-    )
-    return options
-
-
-def _doc_options(given: Any, recorded: Mapping[str, Any] | None, has_docs: bool, inherited: dict[str, Any]) -> Any:
-    """The DocOptions of this build: None when there are no documents and no options were
-    given or recorded (so that a KG-only build does not import the documents stage)."""
-    if not given and not recorded and not has_docs:
-        return None
-    from index.doc_stage import DocOptions  # documents stage, imported lazily (heavy deps)
-
-    return _resolve_options(DocOptions, given, recorded, inherited)
-
-
-def _absolute_model(doc_options: Any) -> Any:
-    """`doc_options` with `embed_model` as an absolute path when it names a folder (so that the
-    manifest does not depend on the folder a build ran in); None and other names are kept."""
-    model = doc_options.embed_model
-    if model is None or not Path(model).expanduser().is_dir():
-        return doc_options
-    return replace(doc_options, embed_model=str(Path(model).expanduser().resolve()))
-
-
-def _model_fingerprint(doc_options: Any) -> str:
-    """The fingerprint of the embedding model on its backend (ModelError when it cannot be found
-    or its server does not answer); torch's is the model folder's content fingerprint."""
-    from index.embed_backends import open_embedder
-
-    # loads no model: local backends hash the folder's files, a server is asked its model's name
-    return open_embedder(doc_options.embed_model, doc_options.embed_backend, doc_options.embed_server).fingerprint
-
-
-def _build_options(kg_options: KgOptions, doc_options: Any) -> dict[str, Any]:
-    """The options as the manifest records them (JSON types, so they compare with a read one)."""
-    options = {"kg": asdict(kg_options), "docs": asdict(doc_options) if doc_options is not None else None}
-    return dict(json.loads(json.dumps(options, default=str)))
-
-
 def _run_stage(
     name: str,
     paths: IndexPaths,
@@ -281,7 +229,9 @@ def _run_stage(
             return build_kg(paths, sources, kg_options, rejects)
         finally:
             rejects.close()
-    from index.doc_stage import DocSource, build_documents, build_vectors
+    from index.doc_options import DocSource
+    from index.doc_stage import build_documents
+    from index.vectors_stage import build_vectors
 
     if name == "docs":
         rejects = RejectLog(paths.root / ".rejects-docs.jsonl")
@@ -298,140 +248,6 @@ def _run_stage(
         # texts the live index already embedded with the same model are not embedded again
         return build_vectors(paths, doc_options, _cache_dir(out), previous=out / "embeddings")
     raise AssertionError(name)
-
-
-def _has_docs(kg_entries: list[dict[str, Any]], doc_entries: list[dict[str, Any]], kg_options: KgOptions) -> bool:
-    """Whether the index gets documents: document sources, or documents rendered from KG facts."""
-    derived = kg_options.kg_as_docs or (kg_options.dropped_as_docs and kg_options.keep_fraction < 1.0)
-    return bool(doc_entries) or bool(kg_entries and derived)
-
-
-def _stage_fingerprints(
-    kg_entries: list[dict[str, Any]],
-    doc_entries: list[dict[str, Any]],
-    kg_options: KgOptions,
-    doc_options: Any,
-    model_fingerprint: str | None,
-) -> dict[str, str | None]:
-    """Stage name -> fingerprint of everything its outputs depend on (None: no such stage)."""
-    def content(entries: list[dict[str, Any]]) -> list[Any]:
-        return [
-            {k: e[k] for k in ("path", "format", "collection") if k in e}
-            | {"content": e["fingerprint"].get("sha256") or [e["fingerprint"].get("size"), e["fingerprint"].get("mtime")]}
-            for e in entries
-        ]
-
-    kg_values = asdict(kg_options)
-    if kg_options.freebase_drop == FREEBASE_DROP_PREFIXES:
-        # the default list is left out: indexes built before the option existed stay valid
-        del kg_values["freebase_drop"]
-    # options added later are left out at their defaults (indexes built before them stay valid);
-    # allow_empty is a check, not an output
-    for name in ("keep_external_ids", "tsv_header", "tsv_delimiter", "allow_empty"):
-        if name == "allow_empty" or kg_values[name] == getattr(KgOptions(), name):
-            del kg_values[name]
-    kg_fp = stable_hash([content(kg_entries), kg_values]) if kg_entries else None
-    has_docs = _has_docs(kg_entries, doc_entries, kg_options)
-    options = asdict(doc_options) if doc_options is not None else {}
-    chunking = {k: options.get(k) for k in ("chunk_size", "chunk_overlap")}
-    if options.get("docs_map"):  # the maps by content (no key without maps: older indexes stay valid)
-        chunking["docs_map"] = [_fingerprint_or_error(Path(p)).get("sha256") for p in options["docs_map"]]
-    if options.get("sparse", "bm25s") != "bm25s":  # --sparse tantivy (the default leaves older indexes valid)
-        chunking["sparse"] = options["sparse"]
-    # Without a KG the documents stage makes the entity table from the documents: a docs-only
-    # index built before it did rebuilds its documents stage once.
-    kg_part = kg_fp if kg_fp is not None or not doc_entries else "entities from documents"
-    docs_fp = stable_hash([content(doc_entries), chunking, kg_part]) if has_docs else None
-    # The model by its content, not its path (a copied or moved model folder embeds the same);
-    # batch and shard sizes change how vectors are computed, not what they are.
-    embedding = {k: options.get(k) for k in ("faiss_kind", "entity_vectors")} | {"model": model_fingerprint}
-    if options.get("vector_chunks", "all") != "all":  # --vectors linked: only chunks of linked documents
-        embedding["vector_chunks"] = options["vector_chunks"]
-    # --vectors none (--no-vectors): no whole-corpus vectors (chunks and BM25 only)
-    vectors_fp = stable_hash([docs_fp, embedding]) if has_docs and options.get("vectors", True) else None
-    # --kg-from-docs: a KG made from the documents (index/mentions_kg.py); none: no such stage
-    from_docs = options.get("kg_from_docs") or "none"
-    mentions_fp = None
-    if docs_fp is not None and kg_fp is None and from_docs != "none":
-        from index.mentions_kg import RULES_VERSION
-
-        mentions_fp = stable_hash([docs_fp, {"kg_from_docs": from_docs, "rules": RULES_VERSION}])
-    return {"kg": kg_fp, "docs": docs_fp, "mentions": mentions_fp, "vectors": vectors_fp}
-
-
-def _check_kg_from_docs(kg_entries: list[dict[str, Any]], doc_options: Any) -> None:
-    """--kg-from-docs builds the KG of an index that has documents and no KG source."""
-    mode = getattr(doc_options, "kg_from_docs", "none")
-    if mode == "none":
-        return
-    from index.mentions_kg import KG_FROM_DOCS
-
-    if mode not in KG_FROM_DOCS:
-        raise InputError(f"--kg-from-docs must be one of {', '.join(KG_FROM_DOCS)} (got {mode!r})")
-    if kg_entries:
-        raise InputError(
-            f"--kg-from-docs {mode} makes the KG of an index without --kg sources, and this one has "
-            f"{', '.join(e['path'] for e in kg_entries)}; give --kg-from-docs none, or build another index"
-        )
-
-
-def _kg_entry(source: KgSource) -> dict[str, Any]:
-    path = source.path.resolve()
-    return {"path": str(path), "format": source.format, "fingerprint": _fingerprint_or_error(path)}
-
-
-def _doc_entry(source: Any) -> dict[str, Any]:
-    path = Path(source.path).resolve()
-    return {
-        "path": str(path),
-        "format": source.format,
-        "collection": source.collection,
-        "fingerprint": _fingerprint_or_error(path),
-    }
-
-
-def _fingerprint_or_error(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    return fingerprint(path)
-
-
-def _recorded(manifest: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Sources recorded by the last build, re-fingerprinted where the file still exists."""
-    result: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-    for kind, target in (("kg", result[0]), ("docs", result[1])):
-        for entry in manifest.get("sources", {}).get(kind, []):
-            path = Path(entry["path"])
-            if path.exists():
-                new = fingerprint(path)
-                if not same_content(entry["fingerprint"], new):
-                    console.print(f"[yellow]changed[/] {path}: will rebuild what depends on it")
-                    entry = entry | {"fingerprint": new}
-                else:
-                    entry = entry | {"fingerprint": entry["fingerprint"]}
-            else:
-                entry = entry | {"missing": True}
-            target.append(entry)
-    return result
-
-
-def _merge(recorded: list[dict[str, Any]], given: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_path = {e["path"]: e for e in recorded}
-    for entry in given:
-        by_path[entry["path"]] = entry
-    return list(by_path.values())
-
-
-def _check_readable(kg_entries: list[dict[str, Any]], doc_entries: list[dict[str, Any]], to_run: list[str]) -> None:
-    needs = {"kg": kg_entries, "docs": doc_entries}
-    for stage, entries in needs.items():
-        if stage in to_run:
-            for entry in entries:
-                if entry.get("missing"):
-                    raise InputError(
-                        f"{entry['path']}: recorded source no longer exists and the {stage} stage must be rebuilt; "
-                        "restore the file or rebuild with --replace and the sources you have"
-                    )
 
 
 def _manifest(
@@ -546,110 +362,3 @@ def _recover(out: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(old, out)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (on this host)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
-
-
-def _lock_is_free(lock_path: Path) -> bool:
-    """Whether nobody holds the build lock at `lock_path` (no file: nobody)."""
-    try:
-        handle = lock_path.open("r")
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-
-def _clean_stale(out: Path) -> None:
-    """Remove what dead builds left beside `out` (a kill -9 runs no cleanup): temp folders
-    `.NAME.tmp-PID` whose process is gone and whose index nobody is building (this build holds
-    the lock of `out`), and lock files nobody holds. A live build keeps its lock and its
-    process, so it is never touched."""
-    parent = out.parent
-    for tmp in parent.glob(".*.tmp-*"):
-        name, _, pid = tmp.name[1:].rpartition(".tmp-")
-        if not pid.isdigit() or not tmp.is_dir():
-            continue
-        unlocked = name == out.name or _lock_is_free(parent / f".{name}.lock")
-        if (int(pid) == os.getpid() or not pid_alive(int(pid))) and unlocked:
-            shutil.rmtree(tmp, ignore_errors=True)
-    for lock_path in parent.glob(".*.lock"):
-        if _is_build_lock(lock_path):
-            _remove_free_lock(lock_path)
-
-
-def _is_build_lock(lock_path: Path) -> bool:
-    """Only our own lock files are removed: one that names its holder the way `_build_lock`
-    writes it, or an empty one (older builds) beside an index of that name."""
-    try:
-        text = lock_path.read_text(encoding="utf-8", errors="replace")[:200]
-    except OSError:
-        return False
-    if re.match(r"pid \d+ on ", text):
-        return True
-    name = lock_path.name[1 : -len(".lock")]
-    return text == "" and (lock_path.parent / name / "manifest.json").is_file()
-
-
-def _remove_free_lock(lock_path: Path) -> None:
-    """Unlink a lock file while holding it (a builder that opened it before checks the inode)."""
-    try:
-        handle = lock_path.open("r")
-    except OSError:
-        return
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return
-        with contextlib.suppress(OSError):
-            if os.fstat(handle.fileno()).st_ino == os.stat(lock_path).st_ino:
-                lock_path.unlink()
-
-
-@contextlib.contextmanager
-def _build_lock(out: Path) -> Iterator[None]:
-    """One build per index. The lock file says who holds it (pid, host) and is removed when the
-    build ends, failed or not; a lock file left by a killed build is free (the kernel drops the
-    lock with its process) and is removed by the next build."""
-    lock_path = out.parent / f".{out.name}.lock"
-    while True:
-        fh = lock_path.open("a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
-            fh.close()
-            raise IndexError_(f"{out}: another build of this index is running ({holder})") from exc
-        try:
-            same = os.fstat(fh.fileno()).st_ino == os.stat(lock_path).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        fh.close()  # removed by the build that held it: lock the new file instead
-    try:
-        fh.truncate(0)
-        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        fh.flush()
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            lock_path.unlink()
-        fh.close()

@@ -1,4 +1,4 @@
-"""The documents stage of an index build, and its vectors stage.
+"""The documents stage of an index build (its vectors stage: index/vectors_stage.py).
 
 `build_documents`: read every document source (plus `dropped_docs.jsonl` when the KG stage wrote
 one), link documents to KG entities, chunk them, and write documents.parquet, chunks.parquet,
@@ -6,7 +6,6 @@ bm25/ and the `doc_ids` column of entities.parquet. An index without a KG gets a
 made from its documents (`TitleEntities`: each document title, and each entity a document
 names), so that linking, `docs chunks` and the methods that look up an entity's documents work
 on a documents-only index too.
-`build_vectors`: embed chunks and entity labels (resumable shards) and write vectors/.
 
 Memory of the documents stage is bounded by a batch (CHUNK_ROW_GROUP chunk rows or
 STAGE_BUFFER_CHARS characters of text), except for the set of document ids already read (to
@@ -18,6 +17,10 @@ spill to disk beyond DUCKDB_MEMORY; `--sparse tantivy` builds the BM25 index on 
 Chunk rows are ordered by collection, then entity, so that a collection is one contiguous row
 range (filtered dense and sparse search) and DuckDB can skip row groups when looking up an
 entity's chunks.
+
+Here: the stage itself and what writes its files. Its options and sources are in
+index/doc_options.py, linking by title in index/doc_linking.py, the DuckDB helpers in
+index/doc_duckdb.py, and the chunk texts read back in index/chunk_texts.py.
 """
 
 from __future__ import annotations
@@ -25,56 +28,36 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from index.bm25_index import SPARSE_ENGINES, build_sparse
+from index.bm25_index import build_sparse
+from index.chunk_texts import chunk_texts
 from index.chunking import ChunkSpan, chunk_spans
+from index.doc_duckdb import _DOC_IDS_QUERY, _count_linked_entities, _duckdb, _sql_str
+from index.doc_linking import TitleLinker
+from index.doc_options import COLLECTIONS, DocOptions, DocSource, _check_options, detect_doc_format
 from index.kg_stage import ENTITY_SCHEMA
 from index.paths import IndexPaths
-from index.vectors import (
-    FAISS_KINDS,
-    PreviousVectors,
-    ShardStats,
-    embed_in_shards,
-    write_ids,
-    write_index,
-    write_meta,
-)
 from ingest.doc_records import Document
 from ingest.docs_map import DocsMap
-from ingest.documents import DOC_FORMATS, iter_documents
-from ingest.documents import detect_doc_format as _detect
+from ingest.documents import iter_documents
 from ingest.errors import InputError
 from ingest.rejects import Reject, RejectLog
 from ingest.terms import expand_entity_id, local_name, mint_entity
 
-COLLECTIONS = ("wiki", "web", "domain")
 # Rows per Parquet row group of chunks.parquet: small enough for DuckDB to skip most of them.
 CHUNK_ROW_GROUP = 8192
-# How many aliases per entity get their own row in the entity-label vector index.
-ALIASES_PER_ENTITY = 3
 # Entity rows per batch when the entity table is written with its doc ids.
 ENTITY_BATCH_ROWS = 65536
 # Characters of document text buffered before a row group is written (documents without chunks
 # fill no chunk row group).
 STAGE_BUFFER_CHARS = 32 << 20
-# Titles whose link is remembered (a repeated title is linked once); cleared when full.
-LINK_CACHE_SIZE = 100_000
-# DuckDB's memory for the chunk sort and the entity queries (it spills to disk beyond it);
-# LOCALKG_DUCKDB_MEMORY overrides (a DuckDB size such as 4GB).
-DUCKDB_MEMORY = "2GB"
-VECTOR_CHUNKS = ("all", "linked")
-# In vectors/ of an index built with --vectors linked: the chunk row of each chunk vector.
-CHUNK_ROWS_FILE = "chunks.rows.npy"
 
 CHUNK_SCHEMA = pa.schema(
     [
@@ -101,52 +84,6 @@ DOC_SCHEMA = pa.schema(
         ("chunks", pa.int64()),
     ]
 )
-
-
-@dataclass(frozen=True)
-class DocSource:
-    """One document source: a file or folder, its format, and the collection it goes into."""
-
-    path: Path
-    format: str
-    collection: str
-
-
-@dataclass(frozen=True)
-class DocOptions:
-    """Options of the documents and vectors stages."""
-
-    chunk_size: int = 1000  # characters
-    chunk_overlap: int = 150
-    embed_model: str | None = None  # None: the packaged default (all-MiniLM-L6-v2); with embed_server: the served name
-    embed_backend: str = "torch"  # torch | onnx | onnx-int8 | server (index/embedder.py)
-    embed_server: str | None = None  # an OpenAI-compatible /v1/embeddings base URL (backend server)
-    faiss_kind: str = "auto"  # auto | flat | hnsw | ivfpq
-    batch_size: int = 64  # texts per encode batch
-    shard_size: int = 4096  # vectors per resumable shard
-    entity_vectors: bool = True  # also embed entity labels (label-similarity linking)
-    docs_map: tuple[str, ...] = ()  # CSV files mapping document files to entities (ingest/docs_map.py)
-    vectors: bool = True  # False (--vectors none / --no-vectors): no vectors stage, chunks and BM25 only
-    # which chunks the vectors stage embeds: all, or linked (only chunks of documents linked to an
-    # entity: those ToG-2 and hydra read by entity); entity labels are embedded either way
-    vector_chunks: str = "all"
-    sparse: str = "bm25s"  # bm25s (in memory) | tantivy (on disk, for Wikipedia-sized corpora)
-    kg_from_docs: str = "none"  # none | mentions | mentions-ignore-case (index/mentions_kg.py)
-
-
-def detect_doc_format(path: Path) -> str:
-    """The document format of `path` (one of jsonl, wikipedia-xml, wikiextractor, files, hotpot)."""
-    return _detect(path)
-
-
-def embed_text(title: str | None, text: str) -> str:
-    """What is embedded and BM25-indexed for a chunk: its document title, then its text."""
-    return f"{title}\n{text}" if title else text
-
-
-# ------------------------------------------------------------------------------------------
-# documents stage
-# ------------------------------------------------------------------------------------------
 
 
 def build_documents(paths: IndexPaths, sources: list[DocSource], options: DocOptions, rejects: RejectLog) -> dict[str, object]:
@@ -277,25 +214,6 @@ class _StageWriter:
             self._buffered_chars = 0
 
 
-def _check_options(sources: list[DocSource], options: DocOptions) -> None:
-    if options.chunk_size <= 0 or not 0 <= options.chunk_overlap < options.chunk_size:
-        raise InputError(
-            f"--chunk-size must be positive and --chunk-overlap between 0 and the chunk size "
-            f"(got {options.chunk_size} and {options.chunk_overlap})"
-        )
-    if options.faiss_kind not in FAISS_KINDS:
-        raise InputError(f"--faiss must be one of {', '.join(FAISS_KINDS)} (got {options.faiss_kind!r})")
-    if options.vector_chunks not in VECTOR_CHUNKS:
-        raise InputError(f"--vectors must be one of none, {', '.join(VECTOR_CHUNKS)} (got {options.vector_chunks!r})")
-    if options.sparse not in SPARSE_ENGINES:
-        raise InputError(f"--sparse must be one of {', '.join(SPARSE_ENGINES)} (got {options.sparse!r})")
-    for source in sources:
-        if source.collection not in COLLECTIONS:
-            raise InputError(f"{source.path}: collection must be one of {', '.join(COLLECTIONS)} (got {source.collection!r})")
-        if source.format not in DOC_FORMATS:
-            raise InputError(f"{source.path}: unknown document format {source.format!r} (expected one of {', '.join(DOC_FORMATS)})")
-
-
 def _documents(source: DocSource, rejects: RejectLog, docs_map: DocsMap | None = None) -> Iterator[Document]:
     fmt = detect_doc_format(source.path) if source.format == "auto" else source.format
     return iter_documents(source.path, fmt, rejects, docs_map)
@@ -384,70 +302,6 @@ def _is_entity_id(text: str) -> bool:
     return expand_entity_id(text) != text or re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:\S+", text) is not None
 
 
-class TitleLinker:
-    """Links a document to a KG entity: the entity it names (pre-linked), else the entity whose
-    Wikipedia sitelink is its title, else one whose label or alias matches the title exactly or
-    after normalisation (highest degree first). `web` documents are not linked by title."""
-
-    def __init__(self, table: Any | None) -> None:
-        self.table = table
-        self._sitelinks: dict[str, str] = {}
-        self._cache: dict[str, tuple[str | None, str | None]] = {}  # at most LINK_CACHE_SIZE titles
-        if table is not None:
-            best: dict[str, tuple[int, str]] = {}
-            for entity, title, degree in zip(table.ids, table.wikipedia_titles, table.degrees, strict=True):
-                if title:
-                    key = _wiki_title_key(title)
-                    if key not in best or (-degree, entity) < (-best[key][0], best[key][1]):
-                        best[key] = (degree, entity)
-            self._sitelinks = {key: entity for key, (_, entity) in best.items()}
-
-    @classmethod
-    def open(cls, paths: IndexPaths) -> TitleLinker:
-        if not paths.entities.exists():
-            return cls(None)
-        return cls(read_entity_table(paths.entities))
-
-    def link(self, doc: Document, collection: str) -> tuple[str | None, str | None]:
-        """(entity id, reason) with reason in given|sitelink|exact|alias|normalised; (None, None)
-        when nothing matches, (None, "given entity not in the KG") for an unknown pre-link."""
-        if doc.entity:
-            if self.table is None:
-                return expand_entity_id(doc.entity), "given"
-            resolved = self.table.resolve(doc.entity)
-            return (resolved, "given") if resolved else (None, "given entity not in the KG")
-        if self.table is None or not doc.linkable or not doc.title.strip() or collection == "web":
-            return None, None
-        if doc.title not in self._cache:
-            if len(self._cache) >= LINK_CACHE_SIZE:
-                self._cache.clear()  # a corpus of distinct titles would otherwise keep them all
-            self._cache[doc.title] = self._by_title(doc.title)
-        return self._cache[doc.title]
-
-    def _by_title(self, title: str) -> tuple[str | None, str | None]:
-        entity = self._sitelinks.get(_wiki_title_key(title))
-        if entity is not None:
-            return entity, "sitelink"
-        assert self.table is not None
-        for entity, how in self.table.find(title):
-            if how != "id":
-                return entity, how
-        return None, None
-
-
-def read_entity_table(entities: Path) -> Any:
-    """An EntityTable straight from entities.parquet (a build's temp folder has no manifest yet)."""
-    from index.entities import EntityTable
-
-    return EntityTable.from_parquet(entities)
-
-
-def _wiki_title_key(title: str) -> str:
-    """Wikipedia titles: underscores are spaces and the first letter is case-insensitive."""
-    title = title.replace("_", " ").strip()
-    return title[:1].upper() + title[1:]
-
-
 def _write_sorted_chunks(staging: Path, out: Path) -> dict[str, tuple[int, int]]:
     """chunks.parquet ordered by collection, entity, document, chunk; with a `row` column."""
     order = ", ".join(f"'{c}'" for c in COLLECTIONS)
@@ -466,56 +320,6 @@ def _write_sorted_chunks(staging: Path, out: Path) -> dict[str, tuple[int, int]]
         ).fetchall()
     os.replace(tmp, out)
     return {name: (int(start), int(end)) for name, start, end in ranges}
-
-
-def _sql_str(text: str) -> str:
-    return text.replace("'", "''")
-
-
-@contextlib.contextmanager
-def _duckdb(work_dir: Path) -> Iterator[Any]:
-    """A DuckDB connection that spills to `work_dir`/.duckdb-tmp beyond DUCKDB_MEMORY (or
-    LOCALKG_DUCKDB_MEMORY), removed afterwards."""
-    import duckdb
-
-    spill = work_dir / ".duckdb-tmp"
-    con = duckdb.connect()
-    try:
-        con.execute(f"SET temp_directory = '{_sql_str(str(spill))}'")
-        con.execute(f"SET memory_limit = '{_sql_str(os.environ.get('LOCALKG_DUCKDB_MEMORY', DUCKDB_MEMORY))}'")
-        con.execute("SET preserve_insertion_order = true")
-        yield con
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
-
-
-# The doc ids of each linked entity, in document order, from documents.parquet ({documents}).
-_DOC_IDS_QUERY = """
-    SELECT entity, list(doc_id ORDER BY file_row_number) AS doc_ids
-    FROM read_parquet('{documents}', file_row_number = true) WHERE entity IS NOT NULL GROUP BY entity
-"""
-
-
-def _count_linked_entities(documents: Path) -> int:
-    with _duckdb(documents.parent) as con:
-        query = f"SELECT count(DISTINCT entity) FROM read_parquet('{_sql_str(str(documents))}')"
-        return int(con.execute(query).fetchone()[0])
-
-
-def chunk_texts(chunks: Path, batch_rows: int = 8192, rows: np.ndarray | None = None) -> Iterator[list[str]]:
-    """Embedding texts of chunks.parquet (title + text), in row order, in batches; only the
-    given sorted `rows` when there are some."""
-    first = 0
-    for batch in pq.ParquetFile(chunks).iter_batches(batch_size=batch_rows, columns=["title", "text"]):
-        if rows is not None:
-            lo, hi = np.searchsorted(rows, [first, first + batch.num_rows])
-            first += batch.num_rows
-            if lo == hi:
-                continue
-            batch = batch.take(pa.array(rows[lo:hi] - (first - batch.num_rows)))
-        titles, texts = batch.column(0).to_pylist(), batch.column(1).to_pylist()
-        yield [embed_text(t, x) for t, x in zip(titles, texts, strict=True)]
 
 
 def _build_sparse(paths: IndexPaths, engine: str) -> None:
@@ -559,137 +363,3 @@ def _rows_and_values(reader: Any) -> Iterator[tuple[int, Any]]:
     """(row, value) pairs of a two-column Arrow record batch reader."""
     for batch in reader:
         yield from zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
-
-
-# ------------------------------------------------------------------------------------------
-# vectors stage
-# ------------------------------------------------------------------------------------------
-
-
-def build_vectors(
-    paths: IndexPaths, options: DocOptions, cache_dir: Path, previous: Path | None = None
-) -> dict[str, object]:
-    """Embed chunks (and entity labels) and write vectors/ and embeddings/; resumable through
-    shards in `cache_dir`, and only texts the previous build did not embed are embedded: their
-    vectors come from `previous` (an earlier build's embeddings/; default: `paths.embeddings`).
-    Returns {model, dim, model_fingerprint, ...} for the manifest."""
-    from index.embed_backends import embedder_record, open_embedder
-    from index.embedder import probe_vector
-
-    if not paths.chunks.exists():
-        raise InputError(f"{paths.root}: no chunks to embed (the documents stage has not run)")
-    embedder = open_embedder(options.embed_model, options.embed_backend, options.embed_server, options.batch_size)
-    vectors_tmp, store_tmp = _fresh_dir(paths.vectors), _fresh_dir(paths.embeddings)
-    meta: dict[str, Any] = {
-        "model": embedder.name,
-        "dim": embedder.dim,
-        "model_fingerprint": embedder.fingerprint,
-        "metric": "inner_product",
-        **embedder_record(embedder),
-        "probe": probe_vector(embedder),
-    }
-    total = pq.ParquetFile(paths.chunks).metadata.num_rows
-    rows = _vector_rows(paths.chunks, options.vector_chunks)
-    count = total if rows is None else len(rows)
-    chunk_ids = pq.read_table(paths.chunks, columns=["chunk_id"]).column(0)
-    if rows is not None:
-        chunk_ids = chunk_ids.take(pa.array(rows))
-        np.save(vectors_tmp / CHUNK_ROWS_FILE, rows)
-    meta["chunk_rows"] = {"scope": options.vector_chunks, "embedded": count, "chunks": total}
-    previous = previous or paths.embeddings
-    stats = [
-        _embed_kind("chunks", lambda: chunk_texts(paths.chunks, rows=rows), count, {"chunk_id": chunk_ids},
-                    embedder, previous, options, cache_dir, vectors_tmp, store_tmp, meta)
-    ]
-    if options.entity_vectors and paths.entities.exists():
-        entity_ids, names = entity_names(paths.entities)
-        if names:
-            stats.append(_embed_kind("entities", lambda: iter([names]), len(names), {"entity": entity_ids, "name": names},
-                                     embedder, previous, options, cache_dir, vectors_tmp, store_tmp, meta))
-    write_meta(vectors_tmp, meta)
-    write_meta(store_tmp, {k: meta[k] for k in ("model", "dim", "model_fingerprint")})
-    for tmp, final in ((vectors_tmp, paths.vectors), (store_tmp, paths.embeddings)):
-        shutil.rmtree(final, ignore_errors=True)  # in a build's temp copy: unlinks, never edits
-        os.replace(tmp, final)
-    return {
-        "model": meta["model"],
-        "backend": meta["backend"],
-        "dim": meta["dim"],
-        "model_fingerprint": meta["model_fingerprint"],
-        "chunk_vectors": meta["chunks"]["count"],
-        "vector_chunks": options.vector_chunks,
-        "chunk_index": meta["chunks"]["kind"],
-        "entity_vectors": meta.get("entities", {}).get("count", 0),
-        "entity_index": meta.get("entities", {}).get("kind"),
-        "shards_computed": sum(s.computed for s in stats),
-        "shards_reused": sum(s.reused for s in stats),
-        "vectors_computed": sum(s.vectors_computed for s in stats),
-        "vectors_from_previous_build": sum(s.vectors_from_previous for s in stats),
-    }
-
-
-def _vector_rows(chunks: Path, scope: str) -> np.ndarray | None:
-    """Rows of chunks.parquet the vectors stage embeds: None for all of them; for `linked`, the
-    rows of chunks of documents linked to an entity (sorted, so a row range maps to a range of
-    vector positions)."""
-    if scope == "all":
-        return None
-    parts = []
-    first = 0
-    for batch in pq.ParquetFile(chunks).iter_batches(batch_size=65536, columns=["entity"]):
-        linked = np.asarray(batch.column(0).is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        parts.append(np.flatnonzero(linked) + first)
-        first += batch.num_rows
-    rows = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
-    if len(rows) == 0:
-        raise InputError(
-            f"{chunks.parent}: --vectors linked embeds the chunks of documents linked to an entity, and no document "
-            "is linked; use --vectors all, or --vectors none for BM25 search only"
-        )
-    return rows
-
-
-def _fresh_dir(final: Path) -> Path:
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-def _embed_kind(
-    kind: str,
-    read_texts: Callable[[], Iterator[list[str]]],
-    count: int,
-    ids: dict[str, Any],
-    embedder: Any,
-    previous_dir: Path,
-    options: DocOptions,
-    cache_dir: Path,
-    vectors_dir: Path,
-    store_dir: Path,
-    meta: dict[str, Any],
-) -> ShardStats:
-    """Embed one kind (chunks or entity names), write its FAISS index, ids, vectors and keys."""
-    previous = PreviousVectors.open(previous_dir, kind, embedder.fingerprint, embedder.dim)
-    shards, keys, stats = embed_in_shards(kind, read_texts, count, embedder, cache_dir, options.shard_size, previous)
-    del previous  # release the memory map of the previous build's vectors
-    meta[kind] = write_index(kind, shards, embedder.dim, vectors_dir, options.faiss_kind, store_dir=store_dir)
-    columns = {name: v if isinstance(v, pa.Array | pa.ChunkedArray) else pa.array(v, pa.string()) for name, v in ids.items()}
-    write_ids(vectors_dir / f"{kind}.ids.parquet", columns)  # type: ignore[arg-type]
-    np.save(store_dir / f"{kind}.keys.npy", keys)
-    return stats
-
-
-def entity_names(entities: Path) -> tuple[list[str], list[str]]:
-    """(entity id, name) rows to embed: each label, then up to ALIASES_PER_ENTITY aliases."""
-    ids: list[str] = []
-    names: list[str] = []
-    for batch in pq.ParquetFile(entities).iter_batches(batch_size=65536, columns=["id", "label", "aliases"]):
-        for entity, label, aliases in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-            seen = set()
-            for name in [label, *(aliases or [])[:ALIASES_PER_ENTITY]]:
-                if name and name not in seen:
-                    seen.add(name)
-                    ids.append(entity)
-                    names.append(name)
-    return ids, names

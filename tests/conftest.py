@@ -69,7 +69,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo index (data/demo: the company KG and its reports), built once per session in a
     temp folder, so real-model tests never depend on `make demo` having run."""
     from index.build import build_index
-    from index.doc_stage import DocOptions, DocSource
+    from index.doc_options import DocOptions, DocSource
     from index.kg_stage import KgSource
 
     demo = REPO / "data" / "demo"

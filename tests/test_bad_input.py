@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from index.build import build_index
-from index.doc_stage import DocSource
+from index.doc_options import DocSource
 from ingest.doc_records import Document
 from ingest.documents import iter_documents, read_documents
 from ingest.errors import InputError

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from index.doc_stage import DocOptions, DocSource, build_documents
+from index.doc_options import DocOptions, DocSource
+from index.doc_stage import build_documents
 from index.entities import EntityTable
 from index.paths import IndexPaths
 from ingest.rejects import RejectLog

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.access.documents import ParquetDocumentStore
-from index.doc_stage import DocOptions, DocSource, build_documents
+from index.doc_options import DocOptions, DocSource
+from index.doc_stage import build_documents
 from index.paths import IndexPaths
 from ingest.errors import IndexError_, InputError
 from ingest.rejects import RejectLog

@@ -12,7 +12,9 @@ from click.testing import CliRunner
 
 from cli import main
 from engine.questions.answer_match import hotpot_normalise, score, token_em, token_f1, token_scores
-from engine.runs.evaluate import evaluate_run, format_comparison, format_markdown, score_method
+from engine.runs.eval_tables import format_comparison, format_markdown
+from engine.runs.evaluate import evaluate_run
+from engine.runs.method_scores import score_method
 
 # ---- token-level EM and F1, as HotpotQA's hotpot_evaluate_v1.py computes them ---------------
 

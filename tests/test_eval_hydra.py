@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from bench import trace_stats
-from engine.runs.evaluate import format_markdown, record_support, score_method, support_category
+from engine.runs.eval_tables import format_markdown
+from engine.runs.method_scores import record_support, score_method, support_category
 
 
 def call(stage: str, prompt: int) -> dict[str, Any]:

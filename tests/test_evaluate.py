@@ -10,7 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from engine.runs.evaluate import evaluate_run, explored_relations, format_markdown, score_method
+from engine.runs.eval_tables import format_markdown
+from engine.runs.evaluate import evaluate_run
+from engine.runs.method_scores import explored_relations, score_method
 from ingest.errors import InputError
 
 
@@ -143,7 +145,7 @@ def test_no_path_overlap_for_a_method_that_never_walks_the_kg() -> None:
 
 
 def test_where_kg_runs_stopped_is_counted() -> None:
-    from engine.runs.evaluate import score_method
+    from engine.runs.method_scores import score_method
 
     grounded = {"stopped": "sufficient", "depth": 1, "trace": [{"depth": 1, "sufficient": True}]}
     deeper = {"stopped": "sufficient", "depth": 2,

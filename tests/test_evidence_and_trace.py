@@ -28,7 +28,7 @@ from engine.runs.batch import BatchOptions, run_batch
 from engine.runs.context import open_context
 from engine.runs.transcripts import read_transcripts, transcript_path
 from index.build import build_index
-from index.doc_stage import DocSource
+from index.doc_options import DocSource
 from index.kg_stage import KgSource
 
 KG = """@prefix e: <https://t.example/entity/> .

@@ -103,7 +103,7 @@ def test_pre_linked_topic_entities(wikidata_index: Path) -> None:
 def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo KG with one small document: enough for the entity-label vectors."""
     from index.build import build_index
-    from index.doc_stage import DocOptions, DocSource
+    from index.doc_options import DocOptions, DocSource
     from index.kg_stage import KgSource
 
     kg = REPO / "data" / "demo" / "kg.ttl"

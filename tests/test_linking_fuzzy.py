@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.access.linking import FUZZY_MAX_EDITS, EntityLinker, FuzzyNames, _edit_distance
+from engine.access.linking import EntityLinker
+from engine.access.name_search import FUZZY_MAX_EDITS, FuzzyNames, _edit_distance
 from index.entities import EntityTable
 
 _TOPIC = re.compile(r"\[([^\]]+)\]")

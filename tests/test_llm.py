@@ -24,7 +24,8 @@ import cli
 from engine.llm.cache import CachedReply, ResponseCache, cache_key
 from engine.llm.gbnf import gbnf_for_schema
 from engine.llm.llama_cpp_backend import LlamaCppLLM
-from engine.llm.models import REGISTRY, model_path
+from engine.llm.model_registry import REGISTRY
+from engine.llm.models import model_path
 from engine.llm.open import open_llm
 from engine.llm.openai_backend import OpenAICompatLLM
 from engine.llm.protocol import LLM, enum_array, parse_reply

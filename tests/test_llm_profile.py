@@ -14,7 +14,8 @@ import pytest
 
 from bench.bench_llm_profile import _summary
 from engine.llm.llama_cpp_backend import LlamaCppLLM
-from engine.llm.models import REGISTRY, model_path
+from engine.llm.model_registry import REGISTRY
+from engine.llm.models import model_path
 from engine.llm.protocol import enum_array
 from engine.llm.sampling import GAP, TOP_K, _top_p_settled
 from engine.llm.timings import PARTS, CallTimings

@@ -25,7 +25,8 @@ from click.testing import CliRunner
 
 import cli
 from engine.llm.cache import ResponseCache
-from engine.llm.models import REGISTRY, model_path
+from engine.llm.model_registry import REGISTRY
+from engine.llm.models import model_path
 from engine.llm.open import open_llm
 from engine.llm.openai_backend import OpenAICompatLLM
 from ingest.errors import ModelError

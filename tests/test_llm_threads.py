@@ -11,7 +11,8 @@ import pytest
 
 from engine.llm import threads
 from engine.llm.llama_cpp_backend import LlamaCppLLM, default_threads
-from engine.llm.models import REGISTRY, model_path
+from engine.llm.model_registry import REGISTRY
+from engine.llm.models import model_path
 from engine.llm.protocol import enum_array
 from engine.llm.threads import ActiveModels, LoadMonitor, ThreadPolicy, choose_threads
 

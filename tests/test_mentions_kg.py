@@ -24,7 +24,7 @@ from engine.questions.record import Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
 from index.build import build_index
-from index.doc_stage import DocSource
+from index.doc_options import DocSource
 from index.kg_stage import KgSource
 from index.manifest import read_manifest
 from index.mentions_kg import MENTIONS, MentionRules, TitleMatcher

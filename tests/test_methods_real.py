@@ -22,7 +22,7 @@ from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question as run_question
 from engine.runs.context import open_context
 from index.build import build_index
-from index.doc_stage import DocOptions
+from index.doc_options import DocOptions
 from index.kg_stage import KgSource
 from ingest.kg_readers import KgOptions
 

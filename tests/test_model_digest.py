@@ -25,7 +25,9 @@ import pytest
 from click.testing import CliRunner
 
 import cli
-from engine.llm import models
+from engine.llm import model_checksums, models
+from engine.llm.gguf_header import check_gguf
+from engine.llm.model_registry import REGISTRY
 from engine.runs.batch import BatchOptions, run_batch
 from engine.runs.handout import BatchError
 from index.build import build_index
@@ -53,7 +55,7 @@ register(MethodSpec("digest-oracle", run, {}, "answers without calling the model
 @pytest.fixture
 def model_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of smollm2-135m under a temp path; its checks are remembered in a temp folder."""
-    source = models.model_path(models.REGISTRY["smollm2-135m"])
+    source = models.model_path(REGISTRY["smollm2-135m"])
     if not source.is_file():
         pytest.skip("smollm2-135m is not installed")
     monkeypatch.setenv("LOCALKG_MODELS_DIR", str(tmp_path / "models"))
@@ -109,11 +111,11 @@ def test_run_json_records_the_sha256_of_a_model_given_by_path(model_file: Path, 
     run_batch(_batch(small_index, run_dir, model_file))
     model = json.loads((run_dir / "run.json").read_text())["model"]
     assert model["path"] == str(model_file.resolve())
-    assert model["sha256"] == models.REGISTRY["smollm2-135m"].sha256
+    assert model["sha256"] == REGISTRY["smollm2-135m"].sha256
     assert model["size"] == model_file.stat().st_size
     # a resume: the same file identity is not hashed (nor tensor-checked) again
     _interrupt(run_dir)
-    monkeypatch.setattr(models, "sha256_file", lambda *a, **k: pytest.fail("hashed again"))
+    monkeypatch.setattr(model_checksums, "sha256_file", lambda *a, **k: pytest.fail("hashed again"))
     monkeypatch.setattr(models, "check_tensor_data", lambda *a, **k: pytest.fail("checked again"))
     report = run_batch(_batch(small_index, run_dir, model_file))
     assert (report.already_done, report.ran) == (1, 2)
@@ -150,7 +152,7 @@ def test_models_verify_path_against_the_recorded_or_given_digest(model_file: Pat
     first = runner.invoke(cli.main, ["models", "verify", str(model_file)])
     assert first.exit_code == 0, first.output
     assert "no digest was recorded before" in first.output
-    pinned = models.REGISTRY["smollm2-135m"].sha256
+    pinned = REGISTRY["smollm2-135m"].sha256
     assert pinned is not None and pinned in first.output
     again = runner.invoke(cli.main, ["models", "verify", str(model_file)])
     assert again.exit_code == 0 and "matches the sha256 recorded on its first use" in again.output
@@ -174,7 +176,7 @@ def test_models_verify_path_against_the_recorded_or_given_digest(model_file: Pat
 
 def test_damaged_tensor_data_is_refused_on_first_use(model_file: Path) -> None:
     _damage_tensors(model_file)
-    models.check_gguf(model_file, "x")  # header and size are intact: only the tensor check sees it
+    check_gguf(model_file, "x")  # header and size are intact: only the tensor check sees it
     with pytest.raises(ModelError, match=r"model.gguf has damaged tensor data \(llama.cpp's tensor check: .*nan"):
         models.resolve_local(str(model_file))
     with pytest.raises(ModelError, match="damaged tensor data"):  # not remembered as checked

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.llm import models
-from engine.llm.models import REGISTRY, ModelSpec, Part
+from engine.llm import model_checksums, models
+from engine.llm.home_folders import models_dir
+from engine.llm.model_registry import REGISTRY, ModelSpec, Part
 from ingest.errors import ModelError
 
 
@@ -30,7 +31,7 @@ def model_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModelSp
                      parts=(Part("p1", "0", "no_such_part1", "a"), Part("p2", "0", "no_such_part2", "b")),
                      sha256=tiny.sha256, size=tiny.size)
     monkeypatch.setitem(REGISTRY, spec.name, spec)
-    target = models.models_dir() / spec.filename
+    target = models_dir() / spec.filename
     target.parent.mkdir(parents=True)
     shutil.copyfile(source, target)
     return spec, target
@@ -50,7 +51,7 @@ def _flip_middle_byte_keep_mtime(path: Path) -> None:
 def test_corrupted_registry_model_fails_on_first_use(model_copy: tuple[ModelSpec, Path]) -> None:
     spec, path = model_copy
     assert models.resolve_local(spec.name).path == path  # what chat/ask/batch call: hashed once
-    record = json.loads(next((models.models_dir() / ".verified").glob("*.json")).read_text())
+    record = json.loads(next((models_dir() / ".verified").glob("*.json")).read_text())
     assert {"device", "inode", "size", "mtime_ns", "ctime_ns"} <= set(record)
     _flip_middle_byte_keep_mtime(path)
     with pytest.raises(ModelError, match=r"is corrupt.*models install tiny-copy"):
@@ -70,7 +71,7 @@ def test_an_unchanged_file_is_hashed_once(model_copy: tuple[ModelSpec, Path], mo
     spec, path = model_copy
     models.resolve_local(spec.name)
     hashed: list[Path] = []
-    monkeypatch.setattr(models, "sha256_file", lambda p, reporter=None: hashed.append(p) or "x")
+    monkeypatch.setattr(model_checksums, "sha256_file", lambda p, reporter=None: hashed.append(p) or "x")
     models.resolve_local(spec.name)  # same identity: the remembered check holds
     assert hashed == []
     copy = path.with_name("moved.gguf")

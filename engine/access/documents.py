@@ -226,7 +226,7 @@ class ParquetDocumentStore:
     @cached_property
     def _vector_rows(self) -> np.ndarray | None:
         """Chunk row of each chunk vector (--vectors linked); None when every chunk has one."""
-        from index.doc_stage import CHUNK_ROWS_FILE
+        from index.vectors_stage import CHUNK_ROWS_FILE
 
         path = self.paths.vectors / CHUNK_ROWS_FILE
         return np.load(path, mmap_mode="r") if path.exists() else None

@@ -14,7 +14,6 @@ has entity-label vectors). Both scores are similarities in [0, 1] kept only abov
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,8 +22,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from engine.access.mention_spans import (
+    _BRACKETED,
+    _TOKEN,
+    _capitalised_runs,
+    _cuts,
+    _is_stop_span,
+    _overlaps_not_within,
+    _shape_weight,
+    _Span,
+    _spans,
+)
+from engine.access.name_search import FUZZY_MAX_EDITS, FuzzyNames, LabelIndex
 from index.embedder import Embedder
 from index.entities import EntityTable, normalise
 from index.paths import IndexPaths
@@ -37,31 +46,10 @@ DEFAULT_THRESHOLD = 0.8
 # A dictionary match that is only part of a longer capitalised run counts for less.
 PARTIAL_PENALTY = 0.8
 MAX_NGRAM = 10
-RERANK_FACTOR = 8  # IVF-PQ label search: candidates fetched per wanted result, then re-ranked
-# Misspelt names: at most this many character edits (a letter dropped, added, replaced, or two
-# swapped); more than that is a variant ("Co" for "Company"), left to label embeddings.
-FUZZY_MAX_EDITS = 2
 FUZZY_MIN_CHARS = 4  # shorter mentions are too ambiguous to correct
-FUZZY_CANDIDATES = 64  # names sharing the most trigrams with a mention, checked by edit distance
 # Names in the trigram index: on a larger table, the best-connected ones. A million names keep
 # about 55 MB of arrays, take some 7 s and 0.7 GB at the peak to index, 4 ms a search.
 FUZZY_MAX_NAMES = 1_000_000
-# Function words and question vocabulary: never a mention on their own.
-_STOPWORD_TEXT = """a an the of in on at to for from by with about as into onto over under after before between
-    during without within and or but nor not no yes is are was were be been being am do does did done
-    has have had having can could will would shall should may might must it its it's this that these
-    those there here what which who whom whose when where why how whats who's i me my we our you your
-    he him his she her they them their one ones some any all each every other another such same than
-    then so too very just also only also both either neither if else s t did also much many more most
-    less least few film films movie movies show shows book books year years release released releases
-    star stars starred starring act acted acts actor actors actress direct directed director directors
-    write wrote written writer writers genre genres language languages type types tag tags describe
-    described person people name names known famous kind sort main whose also appear appeared appears
-    work works working worked play played plays"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_TOKEN = re.compile(r"\w+(?:[-'’.&]\w+)*\.?|[^\w\s]", re.UNICODE)
-_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
-_NAME_RUN = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|de|du|da|van|von|der|la|le|and|&)\s+)*[A-Z0-9][\w'’.&-]*)*")
 
 
 @dataclass(frozen=True)
@@ -76,130 +64,6 @@ class LinkCandidate:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class _Span:
-    start: int
-    end: int
-    tokens: int
-    text: str
-
-
-class LabelIndex:
-    """Nearest entity names by embedding (the index's entity-label FAISS index and its ids)."""
-
-    def __init__(self, paths: IndexPaths) -> None:
-        import faiss
-        import pyarrow.parquet as pq
-
-        ids_path = paths.vector_ids("entities")
-        if not ids_path.exists():
-            raise IndexError_(f"{paths.root}: index has no entity-label vectors")
-        table = pq.read_table(ids_path, columns=["entity", "name"]).to_pydict()
-        self.entities: list[str] = table["entity"]
-        self.names: list[str] = table["name"]
-        self.index = faiss.read_index(str(paths.faiss_index("entities")))
-        meta_path = paths.vector_meta
-        meta = json.loads(meta_path.read_text()).get("entities", {}) if meta_path.exists() else {}
-        if "nprobe" in meta:
-            faiss.extract_index_ivf(self.index).nprobe = meta["nprobe"]
-        if "ef_search" in meta:
-            self.index.hnsw.efSearch = meta["ef_search"]
-        # IVF-PQ scores are approximate and are compared with a threshold: re-rank with the
-        # stored float16 vectors (same rows as the FAISS index), as ParquetDocumentStore does.
-        self._exact: np.ndarray | None = None
-        exact_path = paths.stored_vectors("entities")
-        if meta.get("kind") == "ivfpq" and exact_path.exists():
-            self._exact = np.load(exact_path, mmap_mode="r")
-
-    def search(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, str, float]]]:
-        """For each query vector, up to `k` (entity, name, cosine) best first."""
-        queries = np.ascontiguousarray(vectors, dtype=np.float32)
-        fetch = max(k * RERANK_FACTOR, 64) if self._exact is not None else k
-        scores, rows = self.index.search(queries, fetch)
-        result = []
-        for query, row, score in zip(queries, rows, scores, strict=True):
-            found = [(int(r), float(s)) for r, s in zip(row, score, strict=True) if r >= 0]
-            if self._exact is not None and found:
-                ids = np.array(sorted(r for r, _ in found))
-                exact = np.asarray(self._exact[ids], dtype=np.float32) @ query
-                found = sorted(zip(ids.tolist(), exact.tolist(), strict=True), key=lambda item: -item[1])
-            result.append([(self.entities[r], self.names[r], s) for r, s in found[:k]])
-        return result
-
-
-class FuzzyNames:
-    """Names close in spelling to a mention: a character-trigram index (CSR arrays: each trigram's
-    sorted rows) over normalised names, whose best-sharing names are checked by edit distance.
-
-    Built in memory from the entity table at first use (nothing is written to the index folder);
-    deterministic: trigrams are exact code-point triples, not hashes, and ties go to the row order.
-    """
-
-    def __init__(self, names: Sequence[str]) -> None:
-        self.names = list(names)
-        codes, rows = _trigram_codes(self.names)
-        order = np.argsort(codes, kind="stable")  # stable: rows stay ascending within a trigram
-        codes, rows = codes[order], rows[order]
-        first = np.ones(len(codes), dtype=bool)
-        first[1:] = (codes[1:] != codes[:-1]) | (rows[1:] != rows[:-1])  # a trigram twice in a name counts once
-        codes, self._rows = codes[first], rows[first]
-        self._grams, starts = np.unique(codes, return_index=True)
-        self._starts = np.append(starts, len(codes))
-        self._lengths = np.fromiter((len(n) for n in self.names), dtype=np.int32, count=len(self.names))
-
-    def search(self, name: str, max_edits: int = FUZZY_MAX_EDITS) -> list[tuple[str, int]]:
-        """(indexed name, edits) within `max_edits` of `name` (normalised), fewest edits first."""
-        grams = np.unique(_trigram_codes([name])[0])
-        at = np.searchsorted(self._grams, grams)
-        found = at < len(self._grams)
-        at = at[found][self._grams[at[found]] == grams[found]]
-        if not len(at):
-            return []
-        rows, shared = np.unique(np.concatenate([self._rows[self._starts[i]:self._starts[i + 1]] for i in at]),
-                                 return_counts=True)
-        near = np.abs(self._lengths[rows] - len(name)) <= max_edits  # more would take more edits
-        rows, shared = rows[near], shared[near]
-        best = rows[np.lexsort((rows, -shared))[:FUZZY_CANDIDATES]]
-        hits = [(int(row), edits) for row in best.tolist()
-                if (edits := _edit_distance(name, self.names[row], max_edits)) <= max_edits]
-        return [(self.names[row], edits) for row, edits in sorted(hits, key=lambda h: (h[1], h[0]))]
-
-
-def _trigram_codes(names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(trigram code, row) for every trigram of every name padded with one space on each side;
-    a code packs three 21-bit code points into one uint64, so no two trigrams share one."""
-    padded = [f" {n} " for n in names]
-    lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=len(padded))
-    chars = np.frombuffer("".join(padded).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    counts = np.maximum(lengths - 2, 0)
-    rows = np.repeat(np.arange(len(names), dtype=np.int32), counts)
-    first_char = np.cumsum(lengths) - lengths
-    first_gram = np.cumsum(counts) - counts
-    starts = np.repeat(first_char, counts) + (np.arange(int(counts.sum())) - np.repeat(first_gram, counts))
-    codes = (chars[starts] << np.uint64(42)) | (chars[starts + 1] << np.uint64(21)) | chars[starts + 2]
-    return codes, rows
-
-
-def _edit_distance(a: str, b: str, limit: int) -> int:
-    """Optimal-string-alignment distance (a swap of neighbours is one edit), or limit + 1 as soon
-    as it must exceed `limit`."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    before: list[int] | None = None
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cost = ca != cb
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if before is not None and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], before[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        before, previous = previous, current
-    return previous[-1]
 
 
 class EntityLinker:
@@ -449,71 +313,6 @@ class EntityLinker:
         from engine.access.documents import ParquetDocumentStore
 
         return ParquetDocumentStore(self._paths).embedder
-
-
-def _spans(question: str, max_ngram: int) -> list[_Span]:
-    tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
-    spans = []
-    for i in range(len(tokens)):
-        for j in range(i, min(len(tokens), i + max_ngram)):
-            start, end = tokens[i][0], tokens[j][1]
-            text = question[start:end]
-            if not (text[0].isalnum() and (text[-1].isalnum() or text[-1] in ".)!?'")):
-                continue
-            spans.append(_Span(start, end, j - i + 1, text))
-            bare = text.rstrip(".!?'")  # "Motors?" at the end of a question; "Inc." stays too
-            if bare != text and bare and bare[-1].isalnum():
-                spans.append(_Span(start, start + len(bare), j - i + 1, bare))
-    return spans
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+(?:['’]\w+)?", text.lower())
-
-
-def _is_stop_span(text: str) -> bool:
-    words = _words(text)
-    return not words or all(w in STOPWORDS for w in words) or (len(words) == 1 and len(words[0]) < 2)
-
-
-def _shape_weight(text: str) -> float:
-    """Names are usually capitalised or numeric, though they may hold short lower-case words
-    ("van", "of", "de"); a lone lower-case word rarely is a name."""
-    words = re.findall(r"\w+(?:['’]\w+)*", text)
-    content = [w for w in words if not (w.islower() and (len(w) <= 3 or w in STOPWORDS))]
-    if content and all(w[0].isupper() or w[0].isdigit() for w in content):
-        return 1.0
-    return 0.7 if len(words) > 1 else 0.4
-
-
-def _capitalised_runs(question: str) -> list[_Span]:
-    """Runs of capitalised words (joined by "of", "the", "de", ...), without leading or trailing
-    function words: the name-like parts of a question."""
-    spans = []
-    for match in _NAME_RUN.finditer(question):
-        words = list(re.finditer(r"\S+", match.group(0)))
-        while words and _is_stop_span(words[0].group(0)):
-            words.pop(0)
-        while words and _is_stop_span(words[-1].group(0)):
-            words.pop()
-        if not words:
-            continue
-        start, end = match.start() + words[0].start(), match.start() + words[-1].end()
-        text = question[start:end].rstrip(".,;:!?")
-        spans.append(_Span(start, start + len(text), len(words), text))
-    return spans
-
-
-def _overlaps_not_within(match: _Span, span: _Span) -> bool:
-    """Whether `match` overlaps `span` other than strictly inside it (the same span, a wider
-    one, or across an edge)."""
-    inside = span.start <= match.start and match.end <= span.end and (match.start, match.end) != (span.start, span.end)
-    return match.start < span.end and span.start < match.end and not inside
-
-
-def _cuts(span: _Span, run: _Span) -> bool:
-    """Whether `span` takes part of `run` but not all of it."""
-    return span.start < run.end and run.start < span.end and not (span.start <= run.start and run.end <= span.end)
 
 
 def _best_first(candidates: list[LinkCandidate]) -> list[LinkCandidate]:

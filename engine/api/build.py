@@ -79,7 +79,7 @@ class IndexOptions:
     def doc_sources(self) -> list[Any]:
         if not self.docs:
             return []
-        from index.doc_stage import DocSource
+        from index.doc_options import DocSource
 
         formats = _pair(self.docs_format, self.docs, "--docs-format", "auto")
         collections = _pair(self.collection, self.docs, "--collection", "wiki")

@@ -53,7 +53,7 @@ def evaluate(run_dir: str | Path, *more_runs: str | Path, write: bool = True) ->
 def format_evaluation(result: dict[str, Any], metrics: Iterable[str] | None = None) -> str:
     """What `cli.py eval` prints: one run's Markdown table, or several runs side by side per
     metric (`metrics`; default hits1, em, f1_tok, abstained, llm_calls, prompt_tokens)."""
-    from engine.runs.evaluate import format_comparison, format_markdown
+    from engine.runs.eval_tables import format_comparison, format_markdown
 
     if "runs" in result:
         return format_comparison(result["runs"], list(metrics) if metrics else None)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.runs.evaluate import evaluate_run, question_groups, run_labels
+from engine.runs.eval_tables import run_labels
+from engine.runs.evaluate import evaluate_run, question_groups
 from engine.runs.run_folder import read_records, read_run, record_path
 from engine.runs.shards import evaluate_shards, shard_folders_under, shard_run
 from engine.runs.transcripts import read_transcripts

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from engine.access.absent_kg import AbsentKG
 from engine.access.documents import ParquetDocumentStore, docs_build_options
-from engine.access.linking import EntityLinker, LabelIndex
+from engine.access.linking import EntityLinker
+from engine.access.name_search import LabelIndex
 from engine.access.open_kg import open_kg
 from engine.access.protocols import DocumentStore, Embedder
 from engine.llm.open import open_llm

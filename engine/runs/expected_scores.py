@@ -56,7 +56,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.runs.evaluate import MethodScores, evaluate_run
+from engine.runs.evaluate import evaluate_run
+from engine.runs.method_scores import MethodScores
 from ingest.errors import LocalkgError
 
 ROOT = Path(__file__).resolve().parents[2]

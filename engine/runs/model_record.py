@@ -16,7 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from engine.llm.models import REGISTRY, resolve_local
+from engine.llm.model_registry import REGISTRY
+from engine.llm.models import resolve_local
 from engine.runs.handout import BatchError
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")

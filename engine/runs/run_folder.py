@@ -33,7 +33,7 @@ from engine.questions.record import AnswerRecord
 from engine.questions.text import Repairs, repair_strings, repair_text
 from engine.runs.handout import BatchError
 from engine.runs.transcripts import json_line, transcript_path
-from index.build import pid_alive
+from index.build_lock import pid_alive
 
 RUN_SCHEMA = 1  # run.json's `localkg_run`
 RUN_FILE = "run.json"

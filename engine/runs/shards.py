@@ -23,7 +23,8 @@ from typing import Any
 
 from engine.questions.datasets import read_questions
 from engine.runs.batch import file_sha256, select_questions, selection_digest, shard_of
-from engine.runs.evaluate import evaluate_run, question_groups, score_method
+from engine.runs.evaluate import evaluate_run, question_groups
+from engine.runs.method_scores import score_method
 from engine.runs.run_folder import (
     RUN_FILE,
     has_run,
