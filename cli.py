@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -45,12 +44,6 @@ def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
 
 
-# The status names RocksDB puts in front of its errors (pyoxigraph raises them as RuntimeError
-# or OSError): a damaged or unreadable KG store, never a bug of ours.
-_STORE_ERROR = re.compile(r"(Corruption|IO error|Invalid argument|Not implemented|Operation aborted|Resource busy|"
-                          r"Result incomplete|Try again|Timed out|Busy|Expired|NotFound|Shutdown in progress): ")
-
-
 def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Turn the library's user-facing exceptions into one-line CLI errors (exit 2), and a
     build stopped by SIGTERM into its message and exit 143."""
@@ -61,23 +54,21 @@ def run_guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(code, int):
             raise Stopped(str(exc), code) from None
         raise
-    except localkg.LocalkgError as exc:
-        fail(str(exc))
-    except FileNotFoundError as exc:
-        fail(f"file not found: {exc.filename or exc}")
-    except IsADirectoryError as exc:
-        fail(f"expected a file, got a directory: {exc.filename or exc}")
-    except PermissionError as exc:
-        fail(f"permission denied: {exc.filename or exc}")
-    except FileExistsError as exc:
-        fail(f"expected a folder, a file is in the way: {exc.filename or exc}")
-    except NotADirectoryError as exc:
-        fail(f"expected a folder, got a file: {exc.filename or exc}")
-    except (RuntimeError, OSError) as exc:
-        if not _STORE_ERROR.match(str(exc)):
+    except Exception as exc:
+        message = localkg.user_error_message(exc)  # None: a bug, its traceback shown
+        if message is None:
             raise
-        fail(f"the KG store failed: {str(exc).strip().splitlines()[0]} (a damaged index: rebuild it "
-             "with `python cli.py index --out INDEX --rebuild`)")
+        fail(message)
+
+
+# options several commands share (each use adds its own copy of the option)
+_index_option = click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_llm_option = click.option("--llm", "llm", default=None, metavar="NAME_OR_PATH_OR_URL",
+                           help="Registry model name, .gguf path or http(s)://host:port/v1 server (default model if omitted).")
+_no_cache_option = click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
+_embed_model_option = click.option("--embed-model", type=click.Path(path_type=Path), default=None,
+                                   help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -102,11 +93,8 @@ def _recipe_defaults(ctx: click.Context, param: click.Parameter, value: Path | N
     if value is None:
         return None
     options = [p for p in ctx.command.params if isinstance(p, click.Option) and p.expose_value and p is not param]
-    shapes: dict[str, localkg.OptionShape] = {}
-    for option in options:
-        shape = localkg.OptionShape(str(option.name), option.multiple, isinstance(option.type, click.Path))
-        shapes.update({name[2:]: shape for name in option.opts if name.startswith("--")} | {shape.name: shape})
-    recipe = run_guarded(localkg.read_recipe, value, shapes)
+    recipe = run_guarded(localkg.read_index_recipe, value,
+                         [(str(o.name), o.opts, o.multiple, isinstance(o.type, click.Path)) for o in options])
     for option in options:
         if option.name in recipe.values:
             try:
@@ -179,7 +167,7 @@ class _VectorScope(click.Choice):  # type: ignore[type-arg]
 @click.option("--allow-empty/--no-allow-empty", default=None, help="Build even when a KG source yields no fact and no label (the build fails otherwise, naming the source and why). Default: off.")
 @click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters. Default: 1000.")
 @click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters. Default: 150.")
-@click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
+@_embed_model_option
 @click.option(
     "--embed-backend", "embed_backend", type=click.Choice(["torch", "onnx", "onnx-int8", "server"]), default=None,
     help="How chunks and labels are embedded: torch (sentence-transformers, fp32), onnx (ONNX Runtime, fp32), "
@@ -250,10 +238,6 @@ def kg_group() -> None:
     """Inspect the knowledge graph of an index: statistics, relations, tails, SPARQL."""
 
 
-def _index_option(fn: Any) -> Any:
-    return click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")(fn)
-
-
 def _kg_endpoint_option(fn: Any) -> Any:
     return click.option(
         "--kg-endpoint", "kg_endpoint", default=None, metavar="URL",
@@ -264,7 +248,7 @@ def _kg_endpoint_option(fn: Any) -> Any:
 
 @kg_group.command("stats")
 @_index_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_json_option
 def kg_stats_cmd(index: Path, as_json: bool) -> None:
     """Fact triples, entities and relations of the index's KG (labels and aliases are not facts)."""
     kg = localkg.Index(index)
@@ -281,7 +265,7 @@ def kg_stats_cmd(index: Path, as_json: bool) -> None:
 @_kg_endpoint_option
 @click.option("--entity", required=True, help="Entity label, alias or id (IRI, m.0abc, Q42).")
 @click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_json_option
 def kg_relations_cmd(index: Path, kg_endpoint: str | None, entity: str, direction: str, as_json: bool) -> None:
     """Relations of an entity, outgoing (entity -> r -> x) and incoming (x -> r -> entity)."""
     result = run_guarded(localkg.Index(index, kg_endpoint=kg_endpoint).relations, entity, direction)
@@ -299,7 +283,7 @@ def kg_relations_cmd(index: Path, kg_endpoint: str | None, entity: str, directio
 @click.option("--relation", required=True, help="Relation IRI, label or local name.")
 @click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True, help="out: entity -> relation -> tail; in: tail -> relation -> entity.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many tails per direction (a stable sample).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_json_option
 def kg_tails_cmd(index: Path, kg_endpoint: str | None, entity: str, relation: str, direction: str,
                  limit: int | None, as_json: bool) -> None:
     """Entities (or literal values) reached from ENTITY over RELATION."""
@@ -351,7 +335,7 @@ def _print_hits(hits: list[dict[str, Any]], as_json: bool) -> None:
 
 @docs_group.command("stats")
 @_index_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_json_option
 def docs_stats_cmd(index: Path, as_json: bool) -> None:
     """Documents, chunks, entity-linked documents and documents per collection."""
     stats = run_guarded(localkg.Index(index).docs_stats)
@@ -385,7 +369,7 @@ def docs_search_cmd(index: Path, k: int, mode: str, collection: str | None, as_j
 @_index_option
 @click.option("--entity", required=True, help="Entity label, alias or id (IRI, m.0abc, Q42).")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many chunks.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_json_option
 def docs_chunks_cmd(index: Path, entity: str, limit: int | None, as_json: bool) -> None:
     """The chunks of the documents linked to an entity."""
     _print_hits(run_guarded(localkg.Index(index).chunks, entity, limit), as_json)
@@ -431,7 +415,7 @@ def embed() -> None:
 
 
 @embed.command("export")
-@click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
+@_embed_model_option
 @click.option("--force", is_flag=True, help="Export again even if an export with this recipe exists.")
 def embed_export(embed_model: Path | None, force: bool) -> None:
     """Export the model to ONNX (float32 and int8) for the onnx backends; idempotent. `make setup`
@@ -443,7 +427,7 @@ def embed_export(embed_model: Path | None, force: bool) -> None:
 @embed.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True, help="Port (0: any free one; the URL is printed).")
-@click.option("--embed-model", type=click.Path(path_type=Path), default=None, help="Local sentence-transformers folder (default: the packaged all-MiniLM-L6-v2).")
+@_embed_model_option
 @click.option("--embed-backend", type=click.Choice(["torch", "onnx", "onnx-int8"]), default="torch", show_default=True,
               help="How the server computes vectors. An index built through the server records the served name; "
               "serve one model under one name.")
@@ -462,8 +446,7 @@ def embed_serve(host: str, port: int, embed_model: Path | None, embed_backend: s
     """
     server = run_guarded(localkg.embeddings_server, host, port, embed_model, embed_backend, served_name,
                          log=lambda line: click.echo(line, err=True))  # the model loaded: then we listen
-    click.echo(f"listening on {server.url} (model {server.served_name}, dim {server.embedder.dim}, {embed_backend})",
-               err=True)
+    click.echo(localkg.lines.serve_line(server, embed_backend), err=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -499,8 +482,7 @@ def models_list(as_json: bool) -> None:
     """List the registry models, where their files are, and whether they are intact."""
     rows = run_guarded(localkg.list_models)
     if as_json:
-        keys = ("name", "role", "path", "installed", "verified", "size", "sha256", "error")
-        emit_json([{k: row[k] for k in keys} for row in rows])
+        emit_json(localkg.models_json(rows))
         return
     for line in localkg.lines.models_lines(rows):
         click.echo(line)
@@ -591,12 +573,11 @@ def methods_cmd(as_json: bool, plugins: tuple[str, ...]) -> None:
 
 
 @main.command("ask")
-@click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
+@_index_option
 @click.option("--method", default="tog", show_default=True, metavar="METHOD",
               help="One of the registered methods (`python cli.py methods` lists them).")
-@click.option("--llm", "llm", default=None, metavar="NAME_OR_PATH_OR_URL",
-              help="Registry model name, .gguf path or http(s)://host:port/v1 server (default model if omitted).")
-@click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
+@_llm_option
+@_no_cache_option
 @_set_option
 @click.option("--topic", "topics", multiple=True, metavar="ID_OR_NAME",
               help="Topic entity (id or name) instead of linking. Repeatable.")
@@ -652,7 +633,7 @@ def _repaired(text: str, warning: str) -> str:
 
 
 @main.command("batch")
-@click.option("--index", "index", required=True, type=click.Path(path_type=Path), help="Index folder.")
+@_index_option
 @click.option("--questions", required=True, type=click.Path(path_type=Path),
               help="Question file: MetaQA qa_*.txt, PathQuestion PQ-*.txt, ToG / ToG-2 / HydraRAG JSON, or JSONL. "
                    "Text that is not UTF-8, lone surrogates and control characters become U+FFFD (a warning "
@@ -660,8 +641,7 @@ def _repaired(text: str, warning: str) -> str:
 @click.option("--methods", required=True, help="Comma-separated methods, e.g. io,cot,tog (`python cli.py methods` lists them).")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path),
               help="Run folder: <method>.jsonl per method and run.json. Rerun the same command to resume.")
-@click.option("--llm", "llm", default=None, metavar="NAME_OR_PATH_OR_URL",
-              help="Registry model name, .gguf path or http(s)://host:port/v1 server (default model if omitted).")
+@_llm_option
 @click.option("--format", "fmt", type=click.Choice(["auto", "metaqa", "pathquestion", "json", "jsonl"]),
               default="auto", show_default=True, help="Question file format.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N (selected) questions.")
@@ -678,7 +658,7 @@ def _repaired(text: str, warning: str) -> str:
               help="Answer with --workers Ray actors: `local` (a fresh cluster on this machine), `auto`, "
               "ray://HOST:PORT or HOST:PORT. Needs `pip install ray`.")
 @_set_option
-@click.option("--no-cache", is_flag=True, help="Bypass the persistent LLM response cache.")
+@_no_cache_option
 @click.option("--retry-errors", is_flag=True, help="Drop records that ended in an error and answer those questions again.")
 @click.option("--force-config", is_flag=True, help="Resume even though questions, index, model or a config changed (recorded in run.json).")
 @click.option("--restart", is_flag=True,

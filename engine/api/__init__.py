@@ -15,7 +15,8 @@ from __future__ import annotations
 from engine.access.sparql_results import sparql_text
 from engine.api import lines
 from engine.api.answers import Answer
-from engine.api.build import FREEBASE_DROP_PREFIXES, IndexOptions, build_index
+from engine.api.build import FREEBASE_DROP_PREFIXES, IndexOptions, build_index, read_index_recipe
+from engine.api.errors import user_error_message
 from engine.api.index import Index, open_index, sparql
 from engine.api.models import (
     chat,
@@ -26,6 +27,7 @@ from engine.api.models import (
     list_models,
     load_plugins,
     methods,
+    models_json,
     verify_model,
 )
 from engine.api.options import OptionError, method_options
@@ -62,13 +64,16 @@ __all__ = [
     "load_plugins",
     "method_options",
     "methods",
+    "models_json",
     "open_index",
     "print_answer",
+    "read_index_recipe",
     "read_recipe",
     "repair_argument",
     "report",
     "show",
     "sparql",
     "sparql_text",
+    "user_error_message",
     "verify_model",
 ]

