@@ -354,7 +354,7 @@ def test_config_checks_and_defaults() -> None:
 
 def test_tog2_imports_no_other_method() -> None:
     others = {"engine.methods.io_cot", "engine.methods.sc", "engine.methods.rag", "engine.methods.tog"}
-    for name in ("tog2", "tog2_context", "tog2_prompts", "tog2_score"):
+    for name in ("tog2", "tog2_config", "tog2_context", "tog2_prompts", "tog2_score", "tog2_search", "tog2_state"):
         tree = ast.parse((REPO / "engine" / "methods" / f"{name}.py").read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         imported |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)

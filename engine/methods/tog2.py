@@ -20,167 +20,36 @@ against the question without the LLM and skips the topic prune: D + (D-1) + 1 ca
 the authors' released code (off by default): `sc_gate`,
 `chunk_query=question`, `context_unit=chunk`, `clues=false` / `reform_query=false`,
 `drop_literals`, `drop_docless`; `context_scorer=bm25` in place of the bi-encoder.
+
+The flow, initialisation and reasoning are here; the config is `tog2_config`, the question's state
+and record `tog2_state`, the graph search `tog2_search`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from engine.access.graph import EvidencePath, GraphPath, Hop, Source
-from engine.access.kg_protocol import Relation, is_literal
-from engine.access.retrieval import shared_scorer
+from engine.access.graph import GraphPath
+from engine.access.kg_protocol import is_literal
 from engine.methods import prompts
 from engine.methods import tog2_prompts as p2
-from engine.methods.common import (
-    abstain,
-    answer_of,
-    ask,
-    cot_once,
-    found_in,
-    majority,
-    names_any,
-    new_record,
-    optional_docs,
-    optional_embedder,
-    question_text,
-    timed,
-)
-from engine.methods.labels import (
-    SCHEMA_RELATION_PREFIXES,
-    display_text,
-    entity_text,
-    relation_text,
-    triple_text,
-    unique_texts,
-)
-from engine.methods.method_config import MethodConfig, option
-from engine.methods.prune import PRUNE_TOOLS, Pruner
+from engine.methods.common import answer_of, cot_once, majority, timed
+from engine.methods.labels import relation_text, triple_text, unique_texts
 from engine.methods.spec import MethodSpec
-from engine.methods.tog2_context import (
-    CHUNK_QUERIES,
-    SCORERS,
-    UNITS,
-    Candidate,
-    ContextRetriever,
-    Scored,
-)
-from engine.methods.tog2_score import entity_scores, kept_relations, triple_sentence
+from engine.methods.tog2_config import Tog2Config
+from engine.methods.tog2_context import Candidate, Scored
+from engine.methods.tog2_score import entity_scores
+from engine.methods.tog2_search import Tog2Search
 from engine.methods.topics import linked_or_searched
-from engine.questions.record import AnswerRecord, AnswerSource, Question
-from index.entities import normalise
+from engine.questions.record import AnswerRecord, Question
 
 if TYPE_CHECKING:
-    from engine.access.protocols import DocumentStore
     from engine.methods.context import Context
 
-_DOC_SOURCES = ("wiki", "web", "domain")
 
-_T = {"low": 0.0, "high": 2.0}  # temperatures
-
-
-@dataclass(frozen=True)
-class Tog2Config(MethodConfig):
-    """`tog2`: rounds of graph search and context retrieval; the paper's values, the code's
-    choices (off by default) and ours."""
-
-    width: int = option(3, "W: relations per entity and topic entities kept per round", "ToG-2 §3", low=1)
-    depth: int = option(3, "D: rounds", "ToG-2 §3", low=1)
-    top_k: int = option(10, "K: context units per round (and at initialisation)", "ToG-2 §3", low=1)
-    alpha: float = option(0.3, "decay of the entity score (the paper gives no value)", "ToG-2 Eq. 6", low=0.0)
-    relation_threshold: float = option(0.2, "relation scores (0..10 -> 0..1) under it are pruned", "ToG-2 §3",
-                                       low=0.0, high=1.0)
-    relation_prune: str = option("combined", "combined: one call for all entities (Eq. 3); per_entity: one "
-                                              "call each (Eq. 2)", "ToG-2 Eq. 2-3",
-                                 choices=("combined", "per_entity"))
-    prune_tool: str = option("llm", "llm (the paper), or relations scored against the question without a "
-                                    "call (then no topic prune)", "ours, after ToG Table 5", choices=PRUNE_TOOLS)
-    max_relations: int = option(12, "relations shown per entity, most similar to the question first", low=1)
-    max_tails: int = option(20, "tails per (entity, relation): a deterministic sample of a hub's", low=1)
-    max_topic_entities: int = option(5, "linked entities offered to the topic prune", low=1)
-    topic_prune: bool = option(True, "the model picks the starting entities (may pick none)", "ToG-2 §3")
-    topic_search: int = option(5, "nothing linked: entities of the question's top passages (0: off)", low=0)
-    context_unit: str = option("sentence", "sentence (paper: K sentences) or chunk (code: paragraphs)", "ToG-2 §3",
-                               choices=UNITS)
-    chunk_query: str = option("triple+question", "what a unit is scored against: triple+question, "
-                                                 "triple+chunk (Eq. 5) or question (code)", "ToG-2 Eq. 5",
-                              choices=CHUNK_QUERIES)
-    context_scorer: str = option("dense", "unit scorer: the index's bi-encoder, or BM25", choices=SCORERS)
-    max_chunks_per_entity: int = option(20, "chunks read per candidate entity", low=1)
-    max_unit_chars: int = option(400, "characters of a unit as shown to the model", low=1)
-    clues: bool = option(True, "carry the reasoning's clues into the next round", "ToG-2 §3")
-    reform_query: bool = option(True, "re-form the retrieval query between rounds (D-1 calls)", "ToG-2 §3")
-    drop_literals: bool = option(False, "literal tails are no candidates", "ToG-2 code")
-    drop_docless: bool = option(False, "entities without documents are no candidates", "ToG-2 code")
-    require_grounded_answer: bool = option(True, '"sufficient" only when the evidence shown says the answer')
-    confirm_initial: bool = option(True, "an initialisation answer waits for round 1 (taken if it finds none)")
-    abstain: bool = option(False, 'nothing sufficient: "not found" instead of a best guess')
-    sc_gate: bool = option(False, "self-consistency gate before any graph search", "ToG-2 code")
-    sc_samples: int = option(10, "sc_gate: CoT samples", "ToG-2 code", low=1)
-    sc_agreement: float = option(0.8, "sc_gate: share of the samples that must agree to stop", "ToG-2 code",
-                                 low=0.0, high=1.0)
-    sc_temperature: float = option(0.7, "sc_gate: sampling temperature", "ToG-2 code", **_T)
-    temperature_exploration: float = option(0.0, "temperature of the prune calls (the paper: 0 for every "
-                                                 "generation)", "ToG-2 §3", **_T)
-    temperature_reasoning: float = option(0.0, "temperature of the reasoning and query calls", "ToG-2 §3", **_T)
-    topic_prune_max_tokens: int = option(64, "token limit of the topic prune call", low=1)
-    relation_prune_max_tokens: int = option(200, "token limit of a relation prune call", low=1)
-    reasoning_max_tokens: int = option(160, "token limit of a reasoning call", low=1)
-    query_max_tokens: int = option(64, "token limit of a query re-forming call", low=1)
-    seed: int = option(0, "sampling seed")
-
-
-TOG2_DEFAULTS: dict[str, Any] = Tog2Config.defaults()
-ENTITY_SCORE = "entity score: sum over the top-K units of cosine x exp(-alpha x rank) (Eq. 6)"
-UNIT_SCORE = {"triple+question": "cosine to triple sentence + question",
-              "triple+chunk": "cosine of triple sentence + unit to the question",
-              "question": "cosine to the question"}
-
-
-class _Run:
-    """State of one ToG-2 question."""
-
-    def __init__(self, question: Question, ctx: Context, config: dict[str, Any]) -> None:
-        self.question, self.ctx = question, ctx
-        self.config = cfg = Tog2Config.from_config(config)
-        self.kg = ctx.kg
-        self.text = question_text(question)
-        self.record = new_record(question, "tog2")
-        self.width, self.k = cfg.width, cfg.top_k
-        self.trace: list[dict[str, Any]] = []
-        self.clues = ""
-        self.query = ""  # the re-formed query of the last round
-        self.topic_labels: list[str] = []
-        docs = self._docs()
-        self.embedder = optional_embedder(ctx, docs)
-        self.retriever = ContextRetriever(
-            docs, self.embedder, unit=cfg.context_unit, chunk_query=cfg.chunk_query,
-            scorer=cfg.context_scorer, max_chunks_per_entity=cfg.max_chunks_per_entity)
-        # what the last reasoning call saw (a dead end's final answer reuses it)
-        self.seen_triples: list[str] = []
-        self.seen_units: list[Scored] = []
-        self.seen_paths: list[GraphPath] = []
-        self.pruner: Pruner | None = None  # prune_tool bm25 | embedding
-
-    def _docs(self) -> DocumentStore | None:
-        docs = optional_docs(self.ctx)
-        if docs is None:  # an index without documents: KG and triple sentences only
-            self.record.extra["note"] = "the index has no documents; entities scored by triple sentences"
-        return docs
-
-    def label(self, node: str) -> str:
-        return entity_text(self.kg, node)
-
-    def name(self, node: str) -> str:
-        return display_text(self.kg, node)
-
-    # -- calls -------------------------------------------------------------------------------
-    def _ask(self, system: str, user: str, schema: dict[str, Any], stage: str, temperature: float,
-             max_tokens: int, seed: int | None = None) -> Any | None:
-        return ask(self.ctx.llm, self.record, system=system, user=user, schema=schema, stage=stage,
-                   temperature=temperature, max_tokens=max_tokens,
-                   seed=self.config.seed if seed is None else seed)
+class _Run(Tog2Search):
+    """State of one ToG-2 question, with its initialisation and reasoning."""
 
     def sc_gate(self) -> bool:
         """The released code's gate: `sc_samples` CoT answers; enough agreement answers."""
@@ -218,81 +87,6 @@ class _Run:
         kept = [e for t in dict.fromkeys(parsed["entities"]) for e in by_text[t]]
         self.record.extra["topic_prune"] = {"offered": list(by_text), "kept": [self.name(e) for e in kept]}
         return kept
-
-    # -- 2. graph search -----------------------------------------------------------------------
-    def relations(self, path: GraphPath) -> list[Relation]:
-        """Relations of the path's end, both directions, schema relations and the arrival
-        relation backwards aside; past `max_relations`, the most similar to the question (in the
-        KG's order: on the demo, names like "supplier of (reverse)" rank poorly by similarity)."""
-        arrived = path.hops[-1] if path.hops else None
-        found = [r for r in self.kg.relations_of(path.end, "both")
-                 if not self.kg.relation_label(r.id).startswith(SCHEMA_RELATION_PREFIXES)
-                 and not (arrived and r.id == arrived.relation and r.direction != arrived.direction)]
-        cap = self.config.max_relations
-        if len(found) <= cap or self.embedder is None:
-            return found[:cap]
-        texts = [relation_text(self.kg, r).replace("_", " ") for r in found]
-        with timed(self.record, "relation_order"):
-            ranked = shared_scorer(self.embedder).rank(self.text, texts, cap)
-        return [found[i] for i in sorted(i for i, _ in ranked)]  # the most similar, in the KG's order
-
-    def prune_relations(self, frontier: Sequence[GraphPath],
-                        found: dict[str, list[Relation]]) -> list[tuple[GraphPath, Relation, float]]:
-        """Relation prune: (path, relation, score 0..1) kept, best first per entity."""
-        groups = [(path, unique_texts(found[path.end], [relation_text(self.kg, r) for r in found[path.end]]))
-                  for path in frontier if found.get(path.end)]
-        if all(len(g) <= self.width for _, g in groups):  # nothing to choose: no call
-            return [(path, rel, 1.0) for path, g in groups for rels in g.values() for rel in rels]
-        if self.config.prune_tool != "llm":
-            return self._prune_relations_free(groups)
-        batches = [groups] if self.config.relation_prune == "combined" else [[g] for g in groups]
-        kept: list[tuple[GraphPath, Relation, float]] = []
-        for batch in batches:
-            entities = [(self.label(path.end), list(g)) for path, g in batch]
-            parsed = self._ask(p2.RELATION_PRUNE_SYSTEM, p2.relation_prune_user(self.text, entities, self.width),
-                               p2.relation_prune_schema([rels for _, rels in entities], self.width),
-                               "relation_prune", self.config.temperature_exploration,
-                               self.config.relation_prune_max_tokens)
-            for i, (path, g) in enumerate(batch, 1):
-                if parsed is None:  # a failed call: the first W in the shown (similarity) order
-                    scored: list[tuple[str, int | float]] = [(t, 10) for t in list(g)[: self.width]]
-                else:
-                    scored = [(item["relation"], item["score"]) for item in parsed[f"entity_{i}"]]
-                for text, score in kept_relations(scored, self.config.relation_threshold, self.width):
-                    kept.extend((path, rel, score) for rel in g[text])
-        return kept
-
-    def _prune_relations_free(self, groups: Sequence[tuple[GraphPath, dict[str, list[Relation]]]]
-                              ) -> list[tuple[GraphPath, Relation, float]]:
-        """Relation prune without the LLM: the top W relations of each entity by BM25 or cosine to
-        the question (`prune.Pruner`; weights summing to 1 per entity, as in ToG)."""
-        if self.pruner is None:  # one per question: it embeds the question once
-            self.pruner = Pruner(self.config.prune_tool, self.text, self.ctx, self.record)
-        kept: list[tuple[GraphPath, Relation, float]] = []
-        for path, g in groups:
-            for text, weight in self.pruner.relations(self.label(path.end), list(g), self.width):
-                kept.extend((path, rel, weight) for rel in g[text])
-        return kept
-
-    def candidates(self, kept: Sequence[tuple[GraphPath, Relation, float]],
-                   visited: set[str]) -> list[tuple[GraphPath, str]]:
-        """Entity discovery: (path to the candidate, its triple sentence), one per entity."""
-        result: list[tuple[GraphPath, str]] = []
-        seen = set(visited)
-        cap = self.config.max_tails
-        for path, rel, score in sorted(kept, key=lambda item: -item[2]):
-            tails = self.kg.tails(path.end, rel.id, rel.direction, limit=cap + len(path.nodes))
-            for tail in [t for t in tails if t not in path.nodes][:cap]:
-                if tail in seen or (self.config.drop_literals and is_literal(tail)):
-                    continue
-                if self.config.drop_docless and not self.retriever.units_of(tail):
-                    continue
-                seen.add(tail)
-                hop = Hop(path.end, rel.id, rel.direction, tail)
-                s, r, o = hop.triple()
-                sentence = triple_sentence(self.label(s), self.kg.relation_label(r), self.label(o))
-                result.append((path.extend(hop, path.score * score), sentence))
-        return result
 
     # -- 3. reasoning --------------------------------------------------------------------------
     def triples_text(self, paths: Sequence[GraphPath]) -> list[str]:
@@ -343,65 +137,6 @@ class _Run:
 
     def retrieval_query(self) -> str:
         return f"{self.text} {self.query}" if self.query else self.text
-
-    # -- answers and the record ---------------------------------------------------------------
-    def reached_labels(self, paths: Sequence[GraphPath]) -> list[str]:
-        topics = {normalise(t) for t in self.topic_labels}
-        labels = [self.label(n) for p in paths for n in p.entities[1:]]
-        return [t for t in dict.fromkeys(labels) if normalise(t) not in topics]
-
-    def grounded(self, answer: str, paths: Sequence[GraphPath], passages: Sequence[str]) -> bool:
-        return self.source_of(answer, paths, passages) != "llm"
-
-    def source_of(self, answer: str, paths: Sequence[GraphPath], passages: Sequence[str]) -> str:
-        """kg / doc / both: where the shown evidence says the answer; llm when nowhere (an answer
-        that only repeats a topic entity is said by no evidence)."""
-        if not answer or normalise(answer) in {normalise(t) for t in self.topic_labels}:
-            return "llm"
-        in_kg = names_any(answer, self.reached_labels(paths))
-        in_doc = bool(passages) and found_in(answer, passages)
-        return "both" if in_kg and in_doc else "kg" if in_kg else "doc" if in_doc else "llm"
-
-    def finish(self, answer: str, source: str, round_: int) -> None:
-        self.record.extra["answer_text"] = answer
-        self.record.extra["answer_round"] = round_
-        self.record.prediction = answer
-        reached = self.reached_labels(self.seen_paths)
-        self.record.predictions = list(dict.fromkeys([answer, *reached])) if answer else reached
-        self.record.answer_source = cast(AnswerSource, source) if answer else "none"
-        self.record.extra["trace"] = self.trace
-        if self.clues:
-            self.record.extra["clues"] = self.clues
-        self.record.extra["chunks_embedded"] = self.retriever.embedded
-        self.record.paths = self.evidence()
-
-    def answered(self, answer: str, round_: int, stopped: str) -> None:
-        passages = [s.unit.shown(self.config.max_unit_chars) for s in self.seen_units]
-        source = self.source_of(answer, self.seen_paths, passages)
-        if source == "llm":
-            self.record.extra["grounding"] = "not in evidence"
-        self.record.extra["stopped"] = stopped
-        self.finish(answer, source, round_)
-
-    def give_up(self, why: str) -> None:
-        self.record.extra.setdefault("stopped", "max_depth")
-        self.finish("", "none", -1)
-        abstain(self.record, why)
-
-    def evidence(self) -> list[EvidencePath]:
-        result = []
-        for path in self.seen_paths:
-            if path.hops:
-                ev = EvidencePath.from_path(path, self.name, self.kg.relation_label)
-                ev.score_kind = ENTITY_SCORE
-                result.append(ev)
-        kind = UNIT_SCORE[self.config.chunk_query] if self.config.context_scorer == "dense" else "BM25"
-        for s in self.seen_units:
-            u = s.unit
-            source = cast(Source, u.collection if u.collection in _DOC_SOURCES else "domain")
-            result.append(EvidencePath(source=source, sentences=[u.text], chunk_ids=[u.chunk_id or ""],
-                                       titles=[u.title], score=round(s.score, 6), score_kind=kind))
-        return result
 
 
 def _context(ranked: Sequence[Scored], k: int) -> list[Scored]:
