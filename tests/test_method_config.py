@@ -28,12 +28,12 @@ PINNED_DEFAULT_HASHES = {
     "tog2": "d664ad0a1f298519",
     "hydra": "6b5828a669a80726",
     "hydra-e": "341d59350f58a23e",
-    "chains": "57d557be708c1890",
+    "chains": "cab795141bb7f821",
 }
 
 # data/runs/chains/metaqa-1-hop (50 MetaQA 1-hop questions, qwen2.5-coder-0.5b): its run.json config
-# and config hash, as that run wrote them, before `relation_cover` and `relation_order` existed
-# (`--set relation_cover=0 --set relation_order=0` gives that scorer and that hash back).
+# and config hash, as that run wrote them, before `relation_cover`, `relation_order` and `cover_counts` existed
+# (`--set relation_cover=0 --set relation_order=0 --set cover_counts=false` gives that scorer and that hash back).
 CHAINS_RUN_CONFIG = {
     "max_hops": 3, "max_topic_entities": 2, "topic_search": 5, "max_degree": 500, "max_nodes": 20000,
     "beam": 40, "scorer": "dense", "last_step": 0.6, "first_step": 0.6, "hop_penalty": 0.06,
@@ -56,9 +56,10 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
     """The settings of existing runs give the hashes their run.json and records hold."""
     from engine.runs.batch import method_configs
 
-    configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "choose=\"llm\""])
-    assert configs["chains"] == {**CHAINS_RUN_CONFIG, "relation_cover": 0, "relation_order": 0}
-    kept = {k: v for k, v in configs["chains"].items() if k not in ("relation_cover", "relation_order")}
+    added = {"relation_cover": 0, "relation_order": 0, "cover_counts": False}  # keys added since that run
+    configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "choose=\"llm\""])
+    assert configs["chains"] == {**CHAINS_RUN_CONFIG, **added}
+    kept = {k: v for k, v in configs["chains"].items() if k not in added}
     assert json.dumps(kept) == json.dumps(CHAINS_RUN_CONFIG)  # same types: 3 not 3.0
     # a run.json written before the option: the value it was made with, and its hash
     assert registry.resolve_stored_config("chains", CHAINS_RUN_CONFIG) == configs["chains"]
@@ -155,7 +156,7 @@ def test_listing_and_docs_come_from_the_typed_config() -> None:
 def test_hydra_scoring_defaults_match_score_config() -> None:
     """`hydra_score.SCORE_DEFAULTS` (what `ScoreConfig.from_config` falls back on) and the typed
     hydra config hold the same scoring defaults; hydra-e differs only in its reduced subgraph."""
-    from engine.methods.hydra import HydraConfig, HydraEConfig
+    from engine.methods.hydra_config import HydraConfig, HydraEConfig
     from engine.methods.hydra_score import SCORE_DEFAULTS
 
     hydra = HydraConfig.defaults()

@@ -11,7 +11,7 @@ from engine.access.graph import Subgraph
 from engine.methods.chain_plans import enumerate_chains
 from engine.methods.chains import ScoreWeights, _Scorer
 from engine.methods.question_shape import asked_for
-from engine.methods.word_forms import same_word, word_form, word_stems
+from engine.methods.word_forms import same_word, word_form, word_list, word_stems
 
 
 @pytest.mark.parametrize(("question", "asked"), [
@@ -86,6 +86,7 @@ def test_a_compound_names_its_last_word() -> None:
     assert same_word(word_form("screenwriters"), word_form("written"))
     assert not same_word(word_form("director"), word_form("actors"))
     assert word_stems("who is the director of X") == {"direct"}
+    assert word_list("the director of the films directed by X") == ["direct", "film", "direct"]
 
 
 # A director's film, its writer's other film and that film's actors: "the actors in the films written
@@ -145,3 +146,28 @@ def test_relation_order_reads_only_the_question_relation_words() -> None:
     assert scorer.near_mention == {"direct"}
     assert scorer.near_question_word == {"direct"}  # "films", "share" name no relation
     assert _Scorer("lexical", "X", lambda r: r, None, PLAIN, lambda e: e, ["directed by"]).near_mention == set()
+
+
+# A director who also acts: "directed by, then starred actors (reverse), then starred actors" names
+# both relation words of "who starred in the films directed by the director of X", once each.
+DIRECTOR_ACTS = [("Jaws", "directed by", "Steve"), ("Duel", "directed by", "Steve"), ("Duel", "starred actors", "Dennis"),
+                 ("Hook", "starred actors", "Steve"), ("Hook", "starred actors", "Robin")]
+
+
+def _count_scores(question: str, counts: bool) -> dict[str, float]:
+    sub = _sub(DIRECTOR_ACTS, "Jaws")
+    scorer = _Scorer("lexical", question, lambda r: r, None,
+                     ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, cover_counts=counts), lambda e: e,
+                     ["directed by", "starred actors"])
+    return {" > ".join(f"{r}:{d}" for r, d in c.steps): c.score for c in enumerate_chains(sub, "Jaws", 3, scorer=scorer)}
+
+
+def test_cover_counts_asks_for_a_relation_word_as_often_as_it_is_said() -> None:
+    question = "who starred in the films directed by the director of X"
+    right = "directed by:out > directed by:in > starred actors:out"
+    acting_director = "directed by:out > starred actors:in > starred actors:out"
+    once, counted = _count_scores(question, False), _count_scores(question, True)
+    assert once[right] == once[acting_director]  # both name "direct" and "star"
+    # "direct" is said twice: the acting director's chain names it once, so covers 2 of 3
+    assert counted[right] - counted[acting_director] == pytest.approx(1 / 3)
+    assert counted[right] == once[right]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -68,7 +69,7 @@ from engine.methods.method_config import MethodConfig, option
 from engine.methods.question_shape import asked_for
 from engine.methods.spec import MethodSpec
 from engine.methods.topics import linked_or_searched
-from engine.methods.word_forms import same_word, word_stems
+from engine.methods.word_forms import same_word, word_list, word_stems
 from engine.questions.record import AnswerRecord, Question
 from ingest.errors import LocalkgError
 
@@ -105,6 +106,8 @@ class ChainsConfig(MethodConfig):
                                  **_W)
     relation_cover: float = option(1.0, "weight: share of the question's relation words (words naming a relation "
                                    "of the subgraph) that the chain's steps name", **_W)
+    cover_counts: bool = option(True, "relation_cover counts each time the question says a relation word: said "
+                                "twice (\"the director of the director of X\"), it asks for two steps naming it")
     relation_order: float = option(0.5, "weight: the first step is named next to the mention, the last next to "
                                    "the question word", **_W)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
@@ -182,7 +185,9 @@ class _Scorer:
       actors in the films directed by the director of X") that the chain's steps name
       (`word_forms`: "wrote" and "screenwriters" name "written by"): a chain must not leave out a
       relation the question names, so one step ("starred actors") does not answer a question
-      that names three.
+      that names three. With `cover_counts` a word counts as often as the question says it:
+      "the films directed by the director of X" says "direct" twice and asks for two steps
+      that name it (there, and back to the films).
     - `relation_order`: which of those relation words go first and last. English puts the
       relation of the first hop next to the entity's mention ("... the films directed by [X]":
       3 words before the mention, 1 after) and the asked relation next to the question word
@@ -212,6 +217,9 @@ class _Scorer:
         vocabulary = {form for r in relations for form in self._relation_forms(r)}
         self.relation_words = [q for q in sorted(word_stems(query)) if any(same_word(q, r) for r in vocabulary)]
         said = set(self.relation_words)
+        # how often the question says each relation word (`cover_counts`); else once each
+        self.said_times = Counter(f for f in word_list(query) if f in said) if weights.cover_counts \
+            else Counter(said)
         asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
         self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
             if at is not None else set()
@@ -257,8 +265,11 @@ class _Scorer:
         if not self.relation_words:
             return 0.0
         steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        named = {form for s in steps for form in self._relation_forms(s[0])}
-        return sum(1 for q in self.relation_words if any(same_word(q, r) for r in named)) / len(self.relation_words)
+        covered = 0
+        for word, times in self.said_times.items():
+            naming = sum(1 for s in steps if any(same_word(word, r) for r in self._relation_forms(s[0])))
+            covered += min(times, naming)
+        return covered / sum(self.said_times.values())
 
     def _names(self, words: set[str], relation: str) -> bool:
         return any(same_word(q, r) for q in words for r in self._relation_forms(relation))
@@ -287,13 +298,14 @@ class ScoreWeights:
     word_overlap: float = 0.0
     relation_cover: float = 0.0
     relation_order: float = 0.0
+    cover_counts: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
 
     @classmethod
     def of(cls, config: ChainsConfig) -> ScoreWeights:
-        return cls(*(float(getattr(config, k)) for k in cls.KEYS))
+        return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts))
 
 
 class ChainsRun:
@@ -540,5 +552,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0, "relation_order": 0.0},
+    hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

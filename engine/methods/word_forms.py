@@ -45,9 +45,15 @@ def word_form(word: str) -> str:
     return word
 
 
+def word_list(text: str) -> list[str]:
+    """The forms of the content words of `text` in order, repeats kept (three letters or more,
+    function words left out)."""
+    return [word_form(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _FUNCTION]
+
+
 def word_stems(text: str) -> set[str]:
-    """The forms of the content words of `text` (three letters or more, function words left out)."""
-    return {word_form(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _FUNCTION}
+    """The forms of the content words of `text` (`word_list` as a set)."""
+    return set(word_list(text))
 
 
 def same_word(a: str, b: str) -> bool:
