@@ -160,7 +160,7 @@ def test_expected_values_are_written_in_their_readme_phrase() -> None:
     forms = {"hits1": lambda v: {f"{100 * v:.1f}", f"{100 * v:.0f}"}, "llm_calls": lambda v: {f"{v:.1f}"},
              "prompt_tokens": lambda v: {f"{v:.0f}"}, "llm_seconds": lambda v: {f"{v:.1f}"},
              "em_tok": lambda v: {f"{100 * v:.1f}"}, "f1_tok": lambda v: {f"{100 * v:.1f}"},
-             "errors": lambda v: {f"{v:.0f} errors"},
+             "errors": lambda v: {f"{v:.0f} errors"}, "abstained": lambda v: {f"| {v:.0f} |"},
              "path_overlap.mean_all": lambda v: {f"{100 * v:.1f}"},
              "path_overlap.mean_correct": lambda v: {f"{100 * v:.1f}"}}
     counts = lambda v: {f"{v:.0f} of", f"{v:.0f} runs", f"({v:.0f}", f"{v:.0f} ("}  # noqa: E731 - "14 of the 50", "32 (22)"
