@@ -9,7 +9,7 @@ import pytest
 
 from engine.access.graph import Subgraph
 from engine.methods.chain_plans import enumerate_chains
-from engine.methods.chains import ScoreWeights, _Scorer
+from engine.methods.chain_scoring import ScoreWeights, _Scorer
 from engine.methods.question_shape import asked_for
 from engine.methods.word_forms import same_word, word_form, word_list, word_stems
 

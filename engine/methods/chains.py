@@ -35,15 +35,13 @@ was found): at most 2 per question.
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.access.graph import EvidencePath, Subgraph, subgraph_within
-from engine.access.retrieval import DenseScorer, sentence_windows, shared_scorer
+from engine.access.retrieval import sentence_windows, shared_scorer
 from engine.methods import chains_prompts as cp
 from engine.methods.answer_spans import allowed_answers
 from engine.methods.chain_plans import (
@@ -53,6 +51,7 @@ from engine.methods.chain_plans import (
     joined_chains,
     step_text,
 )
+from engine.methods.chain_scoring import ScoreWeights, _Scorer
 from engine.methods.common import (
     abstain,
     ask,
@@ -66,10 +65,8 @@ from engine.methods.common import (
 )
 from engine.methods.labels import display_text, entity_text
 from engine.methods.method_config import MethodConfig, option
-from engine.methods.question_shape import asked_for
 from engine.methods.spec import MethodSpec
 from engine.methods.topics import linked_or_searched
-from engine.methods.word_forms import same_word, word_list, word_stems
 from engine.questions.record import AnswerRecord, Question
 from ingest.errors import LocalkgError
 
@@ -82,7 +79,6 @@ SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
 _W = {"low": 0.0, "high": 2.0}  # the scorer's weights
-_QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where"])
 
 
 @dataclass(frozen=True)
@@ -158,154 +154,6 @@ def _masked(question: Question, labels: Sequence[str]) -> str:
         if label and len(label) > 2:
             text = re.sub(re.escape(label), "X", text, flags=re.IGNORECASE)
     return " ".join(text.split())
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _stems(text: str) -> set[str]:
-    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2}
-
-
-class _Scorer:
-    """Scores chains against the masked question, without the LLM (dense cosine of the relation
-    words, or word overlap with `scorer=lexical`). Besides the whole chain against the whole
-    question, order-aware and answer-aware terms:
-
-    - `last_step`: the question's first words ("who directed ...") against the chain's last step;
-    - `first_step`: the words around the entity's mention ("... the writer of X") against its
-      first step;
-    - `asked_type`: what the question asks for (`question_shape.asked_for`: "person", "year
-      date", "type of film", "nationality") against the chain's end set as its last relation and
-      first names ("has genre: Drama, Comedy"): a chain that ends at films does not answer "who";
-    - `word_overlap`: the share of the chain's steps whose relation words the question uses
-      (word stems): a chain must account for what the question says, not only resemble it;
-    - `relation_cover`, the other way round: the share of the question's relation words (its words
-      that name a relation of the question subgraph: "directed", "director", "actors" of "the
-      actors in the films directed by the director of X") that the chain's steps name
-      (`word_forms`: "wrote" and "screenwriters" name "written by"): a chain must not leave out a
-      relation the question names, so one step ("starred actors") does not answer a question
-      that names three. With `cover_counts` a word counts as often as the question says it:
-      "the films directed by the director of X" says "direct" twice and asks for two steps
-      that name it (there, and back to the films).
-    - `relation_order`: which of those relation words go first and last. English puts the
-      relation of the first hop next to the entity's mention ("... the films directed by [X]":
-      3 words before the mention, 1 after) and the asked relation next to the question word
-      ("who starred in ...": 3 words before it, 4 after). The term is the mean of two
-      indicators: the first step names a relation word of the mention's window, and the last step
-      names one of the question word's window (a window without relation words counts 0).
-
-    A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
-    shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
-    place."""
-
-    def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
-                 weights: ScoreWeights, label: Any = None, relations: Sequence[str] = ()) -> None:
-        self.kind = kind if dense is not None else "lexical"
-        self.query = query
-        words = query.split()
-        at = next((i for i, w in enumerate(words) if "X" in w), None)
-        self.head = " ".join(words[:4])
-        self.around = " ".join(words[max(0, at - 4):at + 3]) if at is not None else query
-        self.asked = asked_for(query)
-        self.query_stems = _stems(query)
-        self.relation_label = relation_label
-        self.label = label or (lambda node: node)
-        self.dense = dense
-        self.weights = weights
-        self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
-        vocabulary = {form for r in relations for form in self._relation_forms(r)}
-        self.relation_words = [q for q in sorted(word_stems(query)) if any(same_word(q, r) for r in vocabulary)]
-        said = set(self.relation_words)
-        # how often the question says each relation word (`cover_counts`); else once each
-        self.said_times = Counter(f for f in word_list(query) if f in said) if weights.cover_counts \
-            else Counter(said)
-        asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
-        self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
-            if at is not None else set()
-        self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
-            & said if asks is not None else set()
-
-    def __call__(self, chains: Sequence[Chain]) -> list[float]:
-        w, label = self.weights, self.relation_label
-        scores = self._similarity(self.query, [c.relation_words(label) for c in chains])
-        last = self._similarity(self.head, [step_text(c.steps[-1], label) for c in chains])
-        first = self._similarity(self.around, [step_text(c.steps[0], label) for c in chains])
-        kinds = (self._similarity(self.asked, [self._end_text(c) for c in chains])
-                 if self.asked and w.asked_type else [0.0] * len(chains))
-        result = []
-        for c, s, a, b, k in zip(chains, scores, last, first, kinds, strict=True):
-            widest = max((len(x) for x in c.sets[1:-1]), default=1)
-            result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
-                          + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
-                          + w.relation_order * self._order(c)
-                          - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
-        return result
-
-    def _end_text(self, chain: Chain) -> str:
-        """The end set as the `asked_type` term reads it: the last relation and the first three
-        names ("release year: 1989, 1947"; a reverse step's ends are what has the relation:
-        "things written by it: Jaws")."""
-        names = ", ".join(dict.fromkeys(self.label(e) for e in chain.ends[:3]))
-        relation, direction = chain.steps[-1]
-        said = self.relation_label(relation)
-        return f"{said}: {names}" if direction == "out" else f"things {said} it: {names}"
-
-    def _overlap(self, chain: Chain) -> float:
-        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems)
-        return used / len(steps)
-
-    def _relation_forms(self, relation: str) -> set[str]:
-        if relation not in self._forms:
-            self._forms[relation] = word_stems(self.relation_label(relation))
-        return self._forms[relation]
-
-    def _cover(self, chain: Chain) -> float:
-        if not self.relation_words:
-            return 0.0
-        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        covered = 0
-        for word, times in self.said_times.items():
-            naming = sum(1 for s in steps if any(same_word(word, r) for r in self._relation_forms(s[0])))
-            covered += min(times, naming)
-        return covered / sum(self.said_times.values())
-
-    def _names(self, words: set[str], relation: str) -> bool:
-        return any(same_word(q, r) for q in words for r in self._relation_forms(relation))
-
-    def _order(self, chain: Chain) -> float:
-        first = self._names(self.near_mention, chain.steps[0][0])
-        last = self._names(self.near_question_word, chain.steps[-1][0])
-        return (first + last) / 2
-
-    def _similarity(self, query: str, texts: list[str]) -> list[float]:
-        if self.kind == "dense" and self.dense is not None:
-            return self.dense.scores(query, texts)
-        stems = _stems(query)
-        return [len((own := _stems(t)) & stems) / (len(own) or 1) for t in texts]
-
-
-@dataclass(frozen=True)
-class ScoreWeights:
-    """The chain scorer's weights (config keys of the same names)."""
-
-    last_step: float
-    first_step: float
-    hop_penalty: float
-    hub_penalty: float
-    asked_type: float = 0.0
-    word_overlap: float = 0.0
-    relation_cover: float = 0.0
-    relation_order: float = 0.0
-    cover_counts: bool = False
-
-    KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
-            "relation_order")
-
-    @classmethod
-    def of(cls, config: ChainsConfig) -> ScoreWeights:
-        return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts))
 
 
 class ChainsRun:
