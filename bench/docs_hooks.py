@@ -47,6 +47,8 @@ ONE_DECIMAL = {"llm_calls", "llm_seconds"}
 # The columns of a method table and the metric suffix of their rows' ids.
 ACCURACY_SUFFIXES = ("hits1", "em-tok")
 COST_SUFFIXES = ("llm-calls", "prompt-tokens", "llm-seconds")
+SET_ORDER = ("MetaQA 1-hop", "MetaQA 2-hop", "MetaQA 3-hop", "PQ-3H", "MetaQA 2-hop, half KB + text",
+             "AdvHotpotQA (EM tok)", "demo")
 TABLE_SET = re.compile(r"^\S+ \S+ on (?P<set>.*) \(the HydraRAG comparison table\)")
 
 
@@ -117,8 +119,9 @@ def method_table(table: str, entries: Sequence[Entry], method: str | None = None
             raise DocsTableError(f"<!-- method-table: {table} -->: row {exc} is missing") from None
         rows.append((match["set"], accuracy.method, f"| {match['set']} | {accuracy.method} | {display(accuracy)} "
                      f"| {' | '.join(costs)} | {accuracy.runs[0]} |"))
-    # sets in the order the file first names them, methods in the registry's order (baselines first)
-    sets = list(dict.fromkeys(s for s, _, _ in rows))
+    # sets in the evaluation's order (others after, as the file first names them), methods in the
+    # registry's order (baselines first)
+    sets = [*SET_ORDER, *dict.fromkeys(s for s, _, _ in rows if s not in SET_ORDER)]
     order = {m: i for i, m in enumerate(registry.names())}
     rows.sort(key=lambda r: (sets.index(r[0]), order.get(r[1], len(order)), r[1]))
     return "\n".join(["| set | method | accuracy (%) | LLM calls/q | prompt tok/q | LLM s/q | run |",
