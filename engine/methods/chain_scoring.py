@@ -80,6 +80,7 @@ class _Scorer:
         # how often the question says each relation word (`cover_counts`); else once each
         self.said_times = Counter(f for f in word_list(query) if f in said) if weights.cover_counts \
             else Counter(said)
+        self.said_total = sum(self.said_times.values())
         asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
         self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
             if at is not None else set()
@@ -125,11 +126,9 @@ class _Scorer:
         if not self.relation_words:
             return 0.0
         steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        covered = 0
-        for word, times in self.said_times.items():
-            naming = sum(1 for s in steps if any(same_word(word, r) for r in self._relation_forms(s[0])))
-            covered += min(times, naming)
-        return covered / sum(self.said_times.values())
+        covered = sum(min(times, sum(1 for s in steps if self._names({word}, s[0])))
+                      for word, times in self.said_times.items())
+        return covered / self.said_total
 
     def _names(self, words: set[str], relation: str) -> bool:
         return any(same_word(q, r) for q in words for r in self._relation_forms(relation))
