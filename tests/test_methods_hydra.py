@@ -371,6 +371,29 @@ def test_initial_depth_max_searches_at_d_max_whatever_the_skyline_says(demo_inde
         resolve_config("hydra", {"beam": "wide"})
 
 
+def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo_index: Path) -> None:
+    """Ours: with every depth searched and a skyline of the wrong length, the chain scorer (not
+    the skyline) orders the KG paths: the 2-hop chain the question names goes first (P1)."""
+    question = Question("demo-021", "In which city was the founder of Caspenne Microsystems born?", ["Lumera"])
+    wrong = "Caspenne Microsystems - located in - answer"  # one relation, the wrong one, for a 2-hop question
+    options = {"initial_depth": "max", "d_max": 2, "path_lengths": "up_to"}
+    record, llm = run(demo_index, question, script([("Yes", "x")], skyline=wrong, prefer=()), **options)
+    paper_first = re.search(r"^P1 (.*)$", next(r for r in llm.requests if r.stage == "selection")
+                            .messages[-1]["content"], re.MULTILINE)
+    record, llm = run(demo_index, question, script([("Yes", "x")], skyline=wrong, prefer=()),
+                      path_relevance="chains", **options)
+    select = next(r for r in llm.requests if r.stage == "selection").messages[-1]["content"]
+    first = re.search(r"^P1 (.*)$", select, re.MULTILINE)
+    assert first and paper_first
+    assert re.fullmatch(r"\{Caspenne Microsystems\} -founded by-> \{[^}]*\} -born in-> \{Lumera\}", first.group(1)), \
+        first.group(1)
+    assert first.group(1) != paper_first.group(1)  # the paper's relevance to the skyline put another first
+    cross = record.extra["trace"][0]["cross"]["top"]
+    assert cross[0]["relevance"] == 1.0  # scaled over the pool's KG paths
+    with pytest.raises(ValueError, match="path_relevance"):
+        resolve_config("hydra", {"path_relevance": "question"})
+
+
 def test_web_collections_all_makes_the_question_search_cover_every_collection(demo_index: Path) -> None:
     """The demo index has no `web` collection: by default there is no web source; with
     `web_collections=all` the question search finds the reports and they join as the web source."""
@@ -429,7 +452,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
     from engine.methods.registry import config_hash
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-             "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities")
+             "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)

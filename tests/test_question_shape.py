@@ -9,7 +9,7 @@ import pytest
 
 from engine.access.graph import Subgraph
 from engine.methods.chain_plans import enumerate_chains
-from engine.methods.chain_scoring import ScoreWeights, _Scorer
+from engine.methods.chain_scoring import ChainScorer, ScoreWeights
 from engine.methods.question_shape import asked_for
 from engine.methods.word_forms import same_word, word_form, word_list, word_stems
 
@@ -46,7 +46,7 @@ ACTED = [("Jaws", "starred actors", "Ann"), ("Jaws", "starred actors", "Roy"),
 
 def _best(question: str, weights: ScoreWeights) -> list[str]:
     sub = _sub(ACTED, "Ann")
-    scorer = _Scorer("lexical", question, lambda r: r, None, weights, lambda e: e)
+    scorer = ChainScorer("lexical", question, lambda r: r, None, weights, lambda e: e)
     chains = enumerate_chains(sub, "Ann", 2, scorer=scorer)
     return [f"{r}:{d}" for r, d in chains[0].steps]
 
@@ -64,7 +64,7 @@ def test_the_asked_kind_picks_the_chain_that_ends_at_years() -> None:
 
 def test_word_overlap_counts_the_steps_the_question_names() -> None:
     sub = _sub(ACTED, "Ann")
-    scorer = _Scorer("lexical", "the films starred by X", lambda r: r, None,
+    scorer = ChainScorer("lexical", "the films starred by X", lambda r: r, None,
                      ScoreWeights(0.0, 0.0, 0.0, 0.0, word_overlap=1.0), lambda e: e)
     chains = {">".join(f"{r}:{d}" for r, d in c.steps): c
               for c in enumerate_chains(sub, "Ann", 2, scorer=scorer)}
@@ -98,14 +98,14 @@ WROTE = [("Jaws", "directed by", "Steve"), ("Jaws", "written by", "Pete"), ("Dee
 def _cover_best(question: str, cover: float) -> list[str]:
     sub = _sub(WROTE, "Jaws")
     relations = sorted({k for _, _, k in sub.graph.edges(keys=True)})
-    scorer = _Scorer("lexical", question, lambda r: r, None,
+    scorer = ChainScorer("lexical", question, lambda r: r, None,
                      ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=cover), lambda e: e, relations)
     return [f"{r}:{d}" for r, d in enumerate_chains(sub, "Jaws", 3, scorer=scorer)[0].steps]
 
 
 def test_relation_cover_keeps_the_relations_the_question_names() -> None:
     question = "who acted in the films whose screenwriter also wrote X"
-    scorer = _Scorer("lexical", question, lambda r: r, None, PLAIN, lambda e: e,
+    scorer = ChainScorer("lexical", question, lambda r: r, None, PLAIN, lambda e: e,
                      ["directed by", "written by", "starred actors"])
     assert scorer.relation_words == ["act", "screenwrit", "writ"]
     full = ["written by:out", "written by:in", "starred actors:out"]
@@ -122,7 +122,7 @@ ORDERED = [("Jaws", "directed by", "Steve"), ("Jaws", "written by", "Pete"), ("D
 def _order_scores(question: str, order: float) -> dict[str, float]:
     sub = _sub(ORDERED, "Jaws")
     relations = ["directed by", "written by"]
-    scorer = _Scorer("lexical", question, lambda r: r, None,
+    scorer = ChainScorer("lexical", question, lambda r: r, None,
                      ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, relation_order=order), lambda e: e,
                      relations)
     chains = [c for c in enumerate_chains(sub, "Jaws", 3, scorer=scorer) if c.hops == 3]
@@ -141,11 +141,11 @@ def test_relation_order_puts_the_relation_named_at_the_mention_first() -> None:
 
 
 def test_relation_order_reads_only_the_question_relation_words() -> None:
-    scorer = _Scorer("lexical", "which films share the director of X", lambda r: r, None, PLAIN, lambda e: e,
+    scorer = ChainScorer("lexical", "which films share the director of X", lambda r: r, None, PLAIN, lambda e: e,
                      ["directed by", "written by"])
     assert scorer.near_mention == {"direct"}
     assert scorer.near_question_word == {"direct"}  # "films", "share" name no relation
-    assert _Scorer("lexical", "X", lambda r: r, None, PLAIN, lambda e: e, ["directed by"]).near_mention == set()
+    assert ChainScorer("lexical", "X", lambda r: r, None, PLAIN, lambda e: e, ["directed by"]).near_mention == set()
 
 
 # A director who also acts: "directed by, then starred actors (reverse), then starred actors" names
@@ -156,7 +156,7 @@ DIRECTOR_ACTS = [("Jaws", "directed by", "Steve"), ("Duel", "directed by", "Stev
 
 def _count_scores(question: str, counts: bool) -> dict[str, float]:
     sub = _sub(DIRECTOR_ACTS, "Jaws")
-    scorer = _Scorer("lexical", question, lambda r: r, None,
+    scorer = ChainScorer("lexical", question, lambda r: r, None,
                      ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, cover_counts=counts), lambda e: e,
                      ["directed by", "starred actors"])
     return {" > ".join(f"{r}:{d}" for r, d in c.steps): c.score for c in enumerate_chains(sub, "Jaws", 3, scorer=scorer)}

@@ -1,4 +1,4 @@
-"""The `chains` scorer: relation chains against the question, without the LLM (see `_Scorer`).
+"""The `chains` scorer: relation chains against the question, without the LLM (see `ChainScorer`).
 
 Its terms and weights are `chains` config keys (`ScoreWeights`); `chains.py` builds the scorer,
 `chain_plans.enumerate_chains` calls it on each level's chains, `bench.chain_rank` measures it.
@@ -21,13 +21,24 @@ from engine.methods.word_forms import same_word, word_list, word_stems
 _QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where"])
 
 _WORD = re.compile(r"[a-z0-9]+")
+_MASK = re.compile(r"\[[^\]]*\]")
+
+
+def masked_question(question: str, labels: Sequence[str]) -> str:
+    """The question with the topic entities' mentions (a dataset's `[brackets]`, then their names)
+    replaced by "X": chains are scored on what the question asks about the entity, not on its name."""
+    text = _MASK.sub("X", question)
+    for label in sorted(labels, key=len, reverse=True):
+        if label and len(label) > 2:
+            text = re.sub(re.escape(label), "X", text, flags=re.IGNORECASE)
+    return " ".join(text.split())
 
 
 def _stems(text: str) -> set[str]:
     return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2}
 
 
-class _Scorer:
+class ChainScorer:
     """Scores chains against the masked question, without the LLM (dense cosine of the relation
     words, or word overlap with `scorer=lexical`). Besides the whole chain against the whole
     question, order-aware and answer-aware terms:
@@ -166,3 +177,9 @@ class ScoreWeights:
     def of(cls, config: Any) -> ScoreWeights:
         """From a `ChainsConfig` (its keys of the same names)."""
         return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts))
+
+
+DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
+                               word_overlap=0.3, relation_cover=1.0, relation_order=0.5, cover_counts=True)
+"""The `chains` defaults of the weights (its config keys read them; so does `hydra`'s
+`path_relevance: chains`)."""

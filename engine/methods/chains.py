@@ -35,7 +35,6 @@ was found): at most 2 per question.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,7 +50,7 @@ from engine.methods.chain_plans import (
     joined_chains,
     step_text,
 )
-from engine.methods.chain_scoring import ScoreWeights, _Scorer
+from engine.methods.chain_scoring import DEFAULT_WEIGHTS, ChainScorer, ScoreWeights, masked_question
 from engine.methods.common import (
     abstain,
     ask,
@@ -79,6 +78,7 @@ SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
 _W = {"low": 0.0, "high": 2.0}  # the scorer's weights
+_D = DEFAULT_WEIGHTS  # their defaults (`chain_scoring`: `hydra`'s `path_relevance=chains` reads them too)
 
 
 @dataclass(frozen=True)
@@ -92,19 +92,19 @@ class ChainsConfig(MethodConfig):
     max_nodes: int = option(20_000, "subgraph: node budget", low=1)
     beam: int = option(40, "chains kept per level to extend further", low=1)
     scorer: str = option("dense", "chain scorer: the index's embedding model, or word overlap", choices=SCORERS)
-    last_step: float = option(0.6, "weight: the question's first words against the chain's last step", **_W)
-    first_step: float = option(0.6, "weight: the words around the entity's mention against the first step", **_W)
-    hop_penalty: float = option(0.06, "per step beyond the first: a longer chain must earn its steps", **_W)
-    hub_penalty: float = option(0.1, "per tenfold size of the widest set a chain passes through", **_W)
-    asked_type: float = option(0.6, "weight: what the question asks for (\"person\") against the chain's end set",
+    last_step: float = option(_D.last_step, "weight: the question's first words against the chain's last step", **_W)
+    first_step: float = option(_D.first_step, "weight: the words around the entity's mention against the first step", **_W)
+    hop_penalty: float = option(_D.hop_penalty, "per step beyond the first: a longer chain must earn its steps", **_W)
+    hub_penalty: float = option(_D.hub_penalty, "per tenfold size of the widest set a chain passes through", **_W)
+    asked_type: float = option(_D.asked_type, "weight: what the question asks for (\"person\") against the chain's end set",
                                **_W)
-    word_overlap: float = option(0.3, "weight: share of the chain's steps whose relation words the question uses",
+    word_overlap: float = option(_D.word_overlap, "weight: share of the chain's steps whose relation words the question uses",
                                  **_W)
-    relation_cover: float = option(1.0, "weight: share of the question's relation words (words naming a relation "
+    relation_cover: float = option(_D.relation_cover, "weight: share of the question's relation words (words naming a relation "
                                    "of the subgraph) that the chain's steps name", **_W)
-    cover_counts: bool = option(True, "relation_cover counts each time the question says a relation word: said "
+    cover_counts: bool = option(_D.cover_counts, "relation_cover counts each time the question says a relation word: said "
                                 "twice (\"the director of the director of X\"), it asks for two steps naming it")
-    relation_order: float = option(0.5, "weight: the first step is named next to the mention, the last next to "
+    relation_order: float = option(_D.relation_order, "weight: the first step is named next to the mention, the last next to "
                                    "the question word", **_W)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
@@ -125,8 +125,6 @@ class ChainsConfig(MethodConfig):
 
 CHAINS_DEFAULTS: dict[str, Any] = ChainsConfig.defaults()
 
-_MASK = re.compile(r"\[[^\]]*\]")
-
 
 @dataclass(frozen=True)
 class ShownWindow:
@@ -144,16 +142,6 @@ class Evidence:
 
     facts: list[str]
     windows: list[ShownWindow]
-
-
-def _masked(question: Question, labels: Sequence[str]) -> str:
-    """The question with the topic entities' mentions replaced by "X": chains are scored on what
-    the question asks about the entity, not on the entity's name."""
-    text = _MASK.sub("X", question.question)
-    for label in sorted(labels, key=len, reverse=True):
-        if label and len(label) > 2:
-            text = re.sub(re.escape(label), "X", text, flags=re.IGNORECASE)
-    return " ".join(text.split())
 
 
 class ChainsRun:
@@ -204,9 +192,9 @@ class ChainsRun:
                                   max_nodes=cfg.max_nodes)
         self.sub = sub
         self.record.extra["subgraph"] = sub.summary()
-        query = _masked(self.question, [self.label(t) for t in topics])
+        query = masked_question(self.question.question, [self.label(t) for t in topics])
         relations = sorted({key for _, _, key in sub.graph.edges(keys=True)})
-        scorer = _Scorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
+        scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
                          self.label, relations)
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
@@ -232,7 +220,7 @@ class ChainsRun:
         stage-recall statistics only; nothing in the method reads it."""
         return gold_held(self.question.answers, [self.label(e) for e in entities], texts)
 
-    def _chains_of(self, sub: Subgraph, topic: str, scorer: _Scorer) -> list[Chain]:
+    def _chains_of(self, sub: Subgraph, topic: str, scorer: ChainScorer) -> list[Chain]:
         return enumerate_chains(sub, topic, self.config.max_hops, scorer=scorer,
                                 beam=self.config.beam)
 

@@ -4,11 +4,14 @@ top W_max paths and the answer call, with the names an answer may be."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from engine.access.graph import GroupedPath
 from engine.methods import hydra_prompts as hp
 from engine.methods.answer_spans import allowed_answers
 from engine.methods.common import answer_of, timed
+from engine.methods.hydra_chain_relevance import scaled
 from engine.methods.hydra_docs import DocPath
 from engine.methods.hydra_explore import HydraExplorer
 from engine.methods.hydra_score import Candidate, Pruned, Scored, prune
@@ -25,6 +28,13 @@ class HydraRun(HydraExplorer):
         known = {n for c in pool if c.source == "kg" for n in c.entities}
         if any(c.source != "kg" for c in pool) and self.sub is not None:
             known |= set(self.subgraph_labels().values())
+        chains = self.chain_relevance()
+        if chains is not None:  # ours: the KG paths' relevance from the chain scorer, scaled to [0, 1]
+            at = [i for i, c in enumerate(pool) if c.source == "kg" and isinstance(c.payload, GroupedPath)]
+            values = scaled(chains.of_groups([pool[i].payload for i in at]))
+            pool = list(pool)
+            for i, value in zip(at, values, strict=True):
+                pool[i] = replace(pool[i], relevance=value)
         with timed(self.record, "pruning"):
             return prune(pool, indicator, self.topic_labels, known, self.scorer.vectors, self.score_config)
 

@@ -73,6 +73,9 @@ class HydraConfig(MethodConfig):
                                 choices=("predicted", "max"))
     path_lengths: str = option("band", "band: length in (|T|(D-1), |T|D] (paper); up_to: every length <= "
                                        "|T|D", choices=("band", "up_to"))
+    path_relevance: str = option("paper", "paper: KG paths by relevance to the skyline (paper); chains (ours): by "
+                                          "the chains method's LLM-free scorer against the question",
+                                 choices=("paper", "chains"))
     answer_choice: str = option("free", "free: any text (paper); paths: a name the chosen KG paths show; "
                                         "evidence: those names or a span of the chosen sentences",
                                 choices=("free", "paths", "evidence"))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from engine.access.graph import Subgraph, subgraph_within
 from engine.methods.common import timed
+from engine.methods.hydra_chain_relevance import ChainRelevance
 from engine.methods.hydra_config import SOURCES
 from engine.methods.hydra_docs import (
     Sentence,
@@ -61,6 +62,15 @@ class HydraExplorer(HydraRecorder):
                 self._sub_labels = {n: self.label(n) for n in sub.graph.nodes}
         return self._sub_labels
 
+    def chain_relevance(self) -> ChainRelevance | None:
+        """With `path_relevance: chains` (ours): the chain scorer of the question (None otherwise)."""
+        if self.config.path_relevance != "chains" or self.scorer is None:
+            return None
+        if self._chain_relevance is None:
+            self._chain_relevance = ChainRelevance(self.text, self.topic_labels, self.subgraph(), self.label,
+                                                   self.kg.relation_label, self.scorer)
+        return self._chain_relevance
+
     def relevance(self, indicator: str) -> Any:
         """Relevance of candidates to `indicator` (hydra_score, Algorithm 4 step 1)."""
         def score(cands: Sequence[Candidate]) -> list[float]:
@@ -76,6 +86,9 @@ class HydraExplorer(HydraRecorder):
         assert graph is not None
         scorer = relevance_scorer(self.label, self.kg.relation_label, topics, self.relevance(indicator)) \
             if self.scorer is not None else None
+        chains = self.chain_relevance()
+        if chains is not None:
+            scorer = chains.of_paths
         with timed(self.record, "path_search"):
             found: KgPaths = search_paths(graph, topics, depth, w1=self.config.w1, scorer=scorer,
                                           max_paths=self.config.max_paths, all_depths=all_depths,

@@ -75,6 +75,8 @@ class Candidate:
     # must not lose to one reaching a single year because its text lists more names).
     score_text: str | None = None
     score_entities: tuple[str, ...] | None = None
+    # A relevance computed before pruning (`hydra`'s `path_relevance: chains`): used as s_rel as is.
+    relevance: float | None = None
 
     @property
     def scored_text(self) -> str:
@@ -227,9 +229,11 @@ def _relevance(candidates: Sequence[Candidate], indicator: str, topic_entities: 
     query, paths = rows[0], rows[1:]
     cosines = paths @ query
     if config.relevance == "cosine":
-        return [float(cos) for cos in cosines], paths
-    return [config.lambda_sem * float(cos) + (1 - config.lambda_sem) * jaccard(topic_entities, c.scored_entities)
-            for c, cos in zip(candidates, cosines, strict=True)], paths
+        scores = [float(cos) for cos in cosines]
+    else:
+        scores = [config.lambda_sem * float(cos) + (1 - config.lambda_sem) * jaccard(topic_entities, c.scored_entities)
+                  for c, cos in zip(candidates, cosines, strict=True)]
+    return [s if c.relevance is None else c.relevance for c, s in zip(candidates, scores, strict=True)], paths
 
 
 def _support(sources: Sequence[str], similarity: np.ndarray, gamma: float) -> tuple[np.ndarray, list[tuple[str, ...]]]:

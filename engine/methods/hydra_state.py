@@ -18,6 +18,7 @@ from engine.methods.common import (
     question_text,
     timed,
 )
+from engine.methods.hydra_chain_relevance import ChainRelevance
 from engine.methods.hydra_config import SOURCES, HydraConfig, HydraEConfig
 from engine.methods.hydra_docs import Sentence, entity_sentences, web_sentences
 from engine.methods.hydra_paths import skyline_depth
@@ -73,6 +74,7 @@ class HydraState:
         self.connected: Subgraph | None = None  # its part that connects the topic entities
         self._sub_labels: dict[str, str] | None = None
         self._web_found: dict[str, list[Sentence]] = {}
+        self._chain_relevance: ChainRelevance | None = None  # path_relevance=chains, built once
 
     # -- sources ------------------------------------------------------------------------------
     def label(self, node: str) -> str:

@@ -6,7 +6,7 @@ dataset's templates): the phrase a chain's end set is compared with by the `chai
     asked_for("X 's wife 's father 's nationality is what")   # "nationality"
     asked_for("the place of birth of X 's other half 's father")  # "place of birth"
 
-The topic entity is masked as "X" first (see `chains._masked`). Rules, in order: who/whom/whose
+The topic entity is masked as "X" first (see `chain_scoring.masked_question`). Rules, in order: who/whom/whose
 asks for a person unless "who is the N" names N; when, a year or date; where, a place; how many /
 how much, a number; what/which, the noun phrase after it ("which directors", "what type of
 film"); otherwise the noun phrase the question opens with ("the place of birth of X ..."), else
