@@ -394,6 +394,18 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
         resolve_config("hydra", {"path_relevance": "question"})
 
 
+def test_answer_prompt_short_asks_for_the_verdict_and_answer_only(demo_index: Path) -> None:
+    """Ours: no facts written first, no worked example, no skyline; the phases work the same."""
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), answer_prompt="short")
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    assert "facts" not in answer.schema["properties"] and "Example" not in answer.messages[0]["content"]
+    assert "Skyline:" not in answer.messages[-1]["content"]
+    assert record.prediction == "Oskar Thelling" and record.extra["phase"] == "initial"
+    record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]))
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    assert "facts" in answer.schema["properties"] and "Skyline:" in answer.messages[-1]["content"]
+
+
 def test_web_collections_all_makes_the_question_search_cover_every_collection(demo_index: Path) -> None:
     """The demo index has no `web` collection: by default there is no web source; with
     `web_collections=all` the question search finds the reports and they join as the web source."""
@@ -452,7 +464,8 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
     from engine.methods.registry import config_hash
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
-             "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance")
+             "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance",
+             "answer_prompt")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)

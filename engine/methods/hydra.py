@@ -141,7 +141,7 @@ def run_hydra_e(question: Question, ctx: Context, config: dict[str, Any]) -> Ans
 # added after the first runs: in the config hash only when set away from the default
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
           "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities",
-          "path_relevance")
+          "path_relevance", "answer_prompt")
 HYDRA = MethodSpec.typed(
     "hydra", run_hydra, HydraConfig,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",

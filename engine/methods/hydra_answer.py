@@ -74,9 +74,12 @@ class HydraRun(HydraExplorer):
             step["answer"] = {"answer": result.answer, "from": "own knowledge" if own else "paths"}
             self.record.extra["own_knowledge"] = own or self.support(result.answer, result.selected) == []
             return result
-        parsed = self._ask(hp.ANSWER_SYSTEM, hp.answer_user(texts, analysis.skyline, self.text, analysis.sub_questions),
-                           hp.answer_schema(self.answer_names(result.selected)), "answer", "temperature_answer",
-                           "answer_max_tokens")
+        short = self.config.answer_prompt == "short"  # ours: evidence and question only, no facts
+        user = hp.answer_user(texts, "", self.text) if short else \
+            hp.answer_user(texts, analysis.skyline, self.text, analysis.sub_questions)
+        parsed = self._ask(hp.SHORT_ANSWER_SYSTEM if short else hp.ANSWER_SYSTEM, user,
+                           hp.answer_schema(self.answer_names(result.selected), short), "answer",
+                           "temperature_answer", "answer_max_tokens")
         result.answer = answer_of(parsed)
         said_yes = isinstance(parsed, dict) and parsed.get("enough") == "Yes" and bool(result.answer)
         step["answer"] = {"enough": "Yes" if said_yes else "No", "answer": result.answer,

@@ -76,6 +76,10 @@ class HydraConfig(MethodConfig):
     path_relevance: str = option("paper", "paper: KG paths by relevance to the skyline (paper); chains (ours): by "
                                           "the chains method's LLM-free scorer against the question",
                                  choices=("paper", "chains"))
+    answer_prompt: str = option("facts", "facts: the answer call writes the chosen paths' facts, then Yes/No and "
+                                         "the answer (the paper's path refinement, merged); short (ours): Yes/No "
+                                         "and the answer as written in the evidence, no example",
+                                choices=("facts", "short"))
     answer_choice: str = option("free", "free: any text (paper); paths: a name the chosen KG paths show; "
                                         "evidence: those names or a span of the chosen sentences",
                                 choices=("free", "paths", "evidence"))

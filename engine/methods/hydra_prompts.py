@@ -136,19 +136,34 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
-def answer_schema(names: Sequence[str] = ()) -> dict[str, Any]:
-    """The answer reply; with `names` the answer is one of them or "" (with {No})."""
+# `answer_prompt: short` (ours): the verdict and the answer only, no facts written first and no
+# worked example (a small model copies an example's answer and restates the question's entity)
+SHORT_ANSWER_SYSTEM = """You answer a question from the evidence given with it: paths in a knowledge graph ({...} lists the entities reached at a step; "(reverse)" means the relation is followed backwards) and sentences from documents ("title: sentence"). Say whether the evidence is enough to answer: "Yes" or "No". If Yes, give the short answer only, as written in the evidence: a name, a title, a date or a number, or yes or no. If No, give "".
+Reply with JSON {"enough": "Yes", "answer": "..."}."""
+
+SHORT_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"enough": {"type": "string", "enum": ["Yes", "No"]}, "answer": _ANSWER},
+    "required": ["enough", "answer"],
+}
+
+
+def answer_schema(names: Sequence[str] = (), short: bool = False) -> dict[str, Any]:
+    """The answer reply (`short`: without the facts); with `names` the answer is one of them or ""
+    (with {No})."""
+    base = SHORT_ANSWER_SCHEMA if short else ANSWER_SCHEMA
     if not names:
-        return ANSWER_SCHEMA
-    return {**ANSWER_SCHEMA, "properties": {**ANSWER_SCHEMA["properties"],
-                                            "answer": {"type": "string", "enum": [*names, ""]}}}
+        return base
+    return {**base, "properties": {**base["properties"], "answer": {"type": "string", "enum": [*names, ""]}}}
 
 
 def answer_user(paths: Sequence[str], skyline: str, question: str,
                 sub_questions: Sequence[str] = ()) -> str:
+    """The evidence, the skyline (left out when empty), the sub-questions and the question."""
     numbered = "\n".join(f"P{i} {p}" for i, p in enumerate(paths, 1)) or "(no paths)"
+    sky = f"\nSkyline: {skyline}" if skyline else ""
     subs = f"\nSub-questions: {'; '.join(sub_questions)}" if sub_questions else ""
-    return f"{numbered}\nSkyline: {skyline}{subs}\nQuestion: {question}"
+    return f"{numbered}{sky}{subs}\nQuestion: {question}"
 
 
 # the last answer (Algorithm 3 line 28): the paths plus the model's own knowledge, never empty
