@@ -19,6 +19,9 @@ from engine.methods import registry
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("ingest", "index", "engine")
 LAYER = {"ingest": 0, "index": 1, "engine": 2, "localkg": 3, "cli": 4}
+# cli.py's own declarations (its commands' click options and long help texts): cli imports them
+# beside the API, and they import nothing of the project
+CLI_DECLARATIONS = ("engine.cli_options", "engine.cli_help")
 
 
 def _module_name(path: Path) -> str:
@@ -79,9 +82,11 @@ def test_no_arrow_back_against_ingest_index_engine_cli() -> None:
 
 
 def api_violations(graph: nx.DiGraph) -> list[tuple[str, str]]:
-    """Edges that break the API rule: cli imports only `localkg`, `localkg` only `engine.api`,
-    and nothing else in the project imports `localkg`."""
-    bad = [(a, b) for a, b in graph.edges if a == "cli" and b != "localkg"]
+    """Edges that break the API rule: cli imports only `localkg` (and CLI_DECLARATIONS, which
+    import nothing of the project), `localkg` only `engine.api`, and nothing else in the project
+    imports `localkg`."""
+    bad = [(a, b) for a, b in graph.edges if a == "cli" and b != "localkg" and b not in CLI_DECLARATIONS]
+    bad += [(a, b) for a, b in graph.edges if a in CLI_DECLARATIONS]
     bad += [(a, b) for a, b in graph.edges if a == "localkg" and not (b == "engine.api" or b.startswith("engine.api."))]
     bad += [(a, b) for a, b in graph.edges if b == "localkg" and a != "cli"]
     return bad
@@ -95,8 +100,10 @@ def test_cli_calls_the_api_and_nothing_deeper() -> None:
 
 def test_the_api_check_can_fail() -> None:
     graph = nx.DiGraph([("cli", "localkg"), ("cli", "engine.runs.batch"), ("localkg", "engine.api"),
-                        ("engine.runs.answer", "localkg")])
-    assert api_violations(graph) == [("cli", "engine.runs.batch"), ("engine.runs.answer", "localkg")]
+                        ("engine.runs.answer", "localkg"), ("cli", "engine.cli_options"),
+                        ("engine.cli_options", "engine.api")])
+    assert api_violations(graph) == [("cli", "engine.runs.batch"), ("engine.cli_options", "engine.api"),
+                                     ("engine.runs.answer", "localkg")]
 
 
 def test_methods_never_import_each_other_nor_concrete_backends() -> None:
