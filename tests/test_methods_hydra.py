@@ -394,6 +394,24 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
         resolve_config("hydra", {"path_relevance": "question"})
 
 
+def test_answer_choice_ends_offers_only_the_last_sets_of_the_chosen_paths(demo_index: Path) -> None:
+    """Ours: the answer is a name of the chosen KG paths' end sets, never a chain's middle."""
+    question = Question("demo-021", "In which city was the founder of Caspenne Microsystems born?", ["Lumera"])
+    options = {"initial_depth": "max", "d_max": 2, "path_lengths": "up_to", "path_relevance": "chains"}
+    record, llm = run(demo_index, question, script([("Yes", "Lumera")], prefer=("founded by",)), answer_choice="ends",
+                      w_max=1, **options)
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    enum = answer.schema["properties"]["answer"]["enum"]
+    shown = re.findall(r"^P\d+ (.*)$", answer.messages[-1]["content"], re.MULTILINE)
+    sets = [re.findall(r"\{([^}]*)\}", text) for text in shown]
+    ends = {n for s in sets for n in s[-1].split(", ")}
+    middles = {n for s in sets for m in s[1:-1] for n in m.split(", ")} - ends
+    assert enum == ["Lumera", ""] and middles == {"Teodor Valle"}, (shown, enum)  # the founder is not offered
+    assert record.prediction == "Lumera"
+    with pytest.raises(ValueError, match="answer_choice"):
+        resolve_config("hydra", {"answer_choice": "middle"})
+
+
 def test_answer_prompt_short_asks_for_the_verdict_and_answer_only(demo_index: Path) -> None:
     """Ours: no facts written first, no worked example, no skyline; the phases work the same."""
     record, llm = run(demo_index, FOUNDER, script([("Yes", "Oskar Thelling")]), answer_prompt="short")

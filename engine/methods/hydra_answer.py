@@ -99,9 +99,11 @@ class HydraRun(HydraExplorer):
         and the answer-shaped spans (names, dates, figures, "yes"/"no") of the source sentences
         of the selected document evidence, whatever the sources selected."""
         choice = self.config.answer_choice
-        if choice == "free" or not selected or (choice == "paths" and any(c.source != "kg" for c in selected)):
+        if choice == "free" or not selected or (choice in ("paths", "ends") and any(c.source != "kg" for c in selected)):
             return []
         topics = {normalise(t) for t in self.topic_labels}
+        if choice == "ends":
+            return self._end_names(selected, topics)
         shown = [n for c in selected if c.source == "kg" for n in reversed(c.entities)]  # ends first
         names = [n for n in dict.fromkeys(shown) if normalise(n) not in topics and not n.startswith("unnamed entity")]
         limit = self.config.max_answer_names
@@ -109,6 +111,24 @@ class HydraRun(HydraExplorer):
             return names[:limit]
         sentences = [c.payload.sentence.text for c in selected if isinstance(c.payload, DocPath)]
         return allowed_answers(self.text, names, sentences, limit)
+
+    def _end_names(self, selected: Sequence[Candidate], topics: set[str]) -> list[str]:
+        """`answer_choice: ends` (ours): the names shown in the last entity set of each chosen KG
+        path (a small model otherwise answers with the middle of a chain: the writer of "the
+        actors in the films written by the writer of X"); a path through two or more topic
+        entities offers every name it shows (the answer may sit between them)."""
+        names: list[str] = []
+        for c in selected:
+            group = c.payload
+            if not isinstance(group, GroupedPath):
+                continue
+            inner = [e for entities in group.sets[1:-1] for e in entities]
+            if any(e in self.topics for e in inner):
+                names += list(reversed(c.entities))
+            else:
+                names += list(dict.fromkeys(self.label(e) for e in group.sets[-1]))[: self.config.max_shown]
+        return [n for n in dict.fromkeys(names)
+                if normalise(n) not in topics and not n.startswith("unnamed entity")][: self.config.max_answer_names]
 
 
 def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:

@@ -81,8 +81,9 @@ class HydraConfig(MethodConfig):
                                          "and the answer as written in the evidence, no example",
                                 choices=("facts", "short"))
     answer_choice: str = option("free", "free: any text (paper); paths: a name the chosen KG paths show; "
-                                        "evidence: those names or a span of the chosen sentences",
-                                choices=("free", "paths", "evidence"))
+                                        "ends (ours): a name of their last entity sets; evidence: the paths' "
+                                        "names or a span of the chosen sentences",
+                                choices=("free", "paths", "ends", "evidence"))
     temperature_analysis: float = option(0.0, "temperature of the analysis call", **_TEMP)
     temperature_exploration: float = option(0.4, "temperature of doc paths, refine, predict", "HydraRAG App. C", **_TEMP)
     temperature_selection: float = option(0.0, "temperature of pruning (the released code: 0.4)", "HydraRAG App. C", **_TEMP)
