@@ -216,6 +216,12 @@ def _metaqa_hops(kg: OxigraphKG, table: EntityTable, linker: EntityLinker, full:
     finally:
         tracemalloc.stop()
 
+    return _metaqa_summary(hops, rows, unlinked, extract_s, search_s, peaks)
+
+
+def _metaqa_summary(hops: int, rows: list[dict[str, Any]], unlinked: int, extract_s: list[float],
+                    search_s: list[float], peaks: list[float]) -> dict[str, Any]:
+    """One hop count's results: hits among the reachable, misses by cause, sizes, times, heap."""
     counted = [r for r in rows if r["reachable"]]
     hits = sum(r["hit"] for r in counted)
     misses = [r for r in counted if not r["hit"]]

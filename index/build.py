@@ -123,94 +123,190 @@ def build_index(
     with terminate_cleanly(out) as sigterm, _build_lock(out):  # SIGTERM: clean up, see index/sigterm.py
         _recover(out)
         _clean_stale(out)
-        old = read_manifest(IndexPaths(out)) if (out / "manifest.json").exists() else None
-        if out.exists() and old is None and any(out.iterdir()):
-            raise IndexError_(f"{out}: exists, is not empty and is not an index; choose another --out")
-        forget = old is None or replace_sources
-        recorded_kg, recorded_docs = ([], []) if forget else _recorded(old)
-        kg_entries = _merge(recorded_kg, [_kg_entry(s) for s in kg_sources])
-        doc_entries = _merge(recorded_docs, [_doc_entry(s) for s in doc_sources])
-        if not kg_entries and not doc_entries:
-            raise InputError("nothing to index: give at least one --kg or --docs source")
-        recorded_options = {} if forget else (old or {}).get("build_options") or {}
+        old = _read_previous(out)
         report = BuildReport(root=out)
-        kg_options = _resolve_options(KgOptions, kg_options, recorded_options.get("kg"), report.inherited)
-        has_docs = _has_docs(kg_entries, doc_entries, kg_options)
-        recorded_docs_options = recorded_options.get("docs")
-        if recorded_docs_options and "embed_backend" not in recorded_docs_options:
-            # built before embedding backends existed: with torch, whatever the default is now
-            recorded_docs_options = {**recorded_docs_options, "embed_backend": "torch"}
-        doc_options = _doc_options(doc_options, recorded_docs_options, has_docs, report.inherited)
-        if doc_options is not None:
-            doc_options = _absolute_model(doc_options)
-        _check_kg_from_docs(kg_entries, doc_options)
-        wants_vectors = has_docs and doc_options is not None and doc_options.vectors
-        model_fp = _model_fingerprint(doc_options) if wants_vectors else None
-        fingerprints = _stage_fingerprints(kg_entries, doc_entries, kg_options, doc_options, model_fp)
-        old_stages = (old or {}).get("stages", {})
-        to_run = [
-            name
-            for name, fp in fingerprints.items()
-            if fp is not None and (rebuild or old_stages.get(name, {}).get("fingerprint") != fp)
-        ]
-        reused = [name for name, fp in fingerprints.items() if fp is not None and name not in to_run]
-        build_options = _build_options(kg_options, doc_options)
-        if (
-            not to_run
-            and old is not None
-            and set(old_stages) == set(reused)
-            and old.get("build_options") == build_options
-        ):
-            report.skipped = list(old_stages)
-            report.counts = old.get("counts", {})
-            report.stage_counts = {name: stage.get("counts", {}) for name, stage in old_stages.items()}
+        plan = _plan(old, kg_sources, doc_sources, kg_options, doc_options, replace_sources, rebuild, report)
+        if _unchanged(old, plan, report):
             return report
-        _check_readable(kg_entries, doc_entries, to_run)
-        report.removed = [name for name in old_stages if fingerprints.get(name) is None]
+        _check_readable(plan.kg_entries, plan.doc_entries, plan.to_run)
+        report.removed = [name for name in plan.old_stages if plan.fingerprints.get(name) is None]
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        paths = IndexPaths(tmp)
-        stages: dict[str, Any] = {}
-        try:
-            _hardlink_copy(out, tmp, keep=[p for name in reused for p in STAGE_OUTPUTS[name]])
-            if "kg" in reused and fingerprints["docs"] is None and paths.entities.exists():
-                remove_doc_ids(paths.entities)  # links to documents the index no longer has
-            if "mentions" in report.removed and "docs" in reused:
-                from index.mentions_kg import reset_degrees
-
-                reset_degrees(paths.entities)  # degrees of the KG the index no longer has
-            for name, fp in fingerprints.items():
-                if fp is None:
-                    continue
-                if name not in to_run:
-                    stages[name] = old_stages[name]
-                    report.skipped.append(name)
-                    continue
-                counts = _run_stage(name, paths, kg_entries, doc_entries, kg_options, doc_options, out)
-                stages[name] = {"fingerprint": fp, "counts": counts, "built": time.time()}
-                report.ran.append(name)
-            report.rejects = _merge_rejects(paths)
-            manifest = _manifest(old, stages, kg_entries, doc_entries, build_options, report.rejects)
-            if recipe is not None:
-                manifest["recipe"] = dict(recipe)
-            write_manifest(paths, manifest)
-        except BaseException as exc:
-            # The traceback's frames still hold the half-built store open; release it first.
-            traceback.clear_frames(exc.__traceback__)
-            gc.collect()
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        with sigterm.deferred():  # a SIGTERM now waits until the swap and its cleanup are done
-            try:
-                _swap(tmp, out)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)  # after an exchange: the previous index
-            sigterm.done = True
-            shutil.rmtree(_cache_dir(out), ignore_errors=True)
+        manifest, stages = _build_in(tmp, out, old, plan, report, recipe)
+        _publish(tmp, out, sigterm)
         report.counts = manifest["counts"]
         report.stage_counts = {name: stage.get("counts", {}) for name, stage in stages.items()}
         report.seconds = time.monotonic() - started
         return report
+
+
+@dataclass
+class _Plan:
+    """What a build works from: the merged sources, the resolved options, each stage's
+    fingerprint, and which stages run and which are reused from the previous build."""
+
+    kg_entries: list[dict[str, Any]]
+    doc_entries: list[dict[str, Any]]
+    kg_options: KgOptions
+    doc_options: Any
+    fingerprints: dict[str, Any]
+    old_stages: dict[str, Any]
+    to_run: list[str]
+    reused: list[str]
+    build_options: dict[str, Any]
+
+
+def _read_previous(out: Path) -> dict[str, Any] | None:
+    """The manifest of the index at `out`, None where there is none yet; a folder that is not
+    an index and not empty is refused."""
+    old = read_manifest(IndexPaths(out)) if (out / "manifest.json").exists() else None
+    if out.exists() and old is None and any(out.iterdir()):
+        raise IndexError_(f"{out}: exists, is not empty and is not an index; choose another --out")
+    return old
+
+
+def _plan(
+    old: dict[str, Any] | None,
+    kg_sources: list[KgSource],
+    doc_sources: list[Any],
+    kg_options: KgOptions | Mapping[str, Any] | None,
+    doc_options: Any | Mapping[str, Any] | None,
+    replace_sources: bool,
+    rebuild: bool,
+    report: BuildReport,
+) -> _Plan:
+    """Merge the sources with those recorded, resolve the options (those inherited go to
+    `report.inherited`) and fingerprint each stage to decide which run."""
+    forget = old is None or replace_sources
+    recorded_kg, recorded_docs = ([], []) if forget else _recorded(old)
+    kg_entries = _merge(recorded_kg, [_kg_entry(s) for s in kg_sources])
+    doc_entries = _merge(recorded_docs, [_doc_entry(s) for s in doc_sources])
+    if not kg_entries and not doc_entries:
+        raise InputError("nothing to index: give at least one --kg or --docs source")
+    recorded_options = {} if forget else (old or {}).get("build_options") or {}
+    kg_options, doc_options, has_docs = _options(
+        kg_entries, doc_entries, kg_options, doc_options, recorded_options, report.inherited
+    )
+    wants_vectors = has_docs and doc_options is not None and doc_options.vectors
+    model_fp = _model_fingerprint(doc_options) if wants_vectors else None
+    fingerprints = _stage_fingerprints(kg_entries, doc_entries, kg_options, doc_options, model_fp)
+    old_stages = (old or {}).get("stages", {})
+    to_run = [
+        name
+        for name, fp in fingerprints.items()
+        if fp is not None and (rebuild or old_stages.get(name, {}).get("fingerprint") != fp)
+    ]
+    reused = [name for name, fp in fingerprints.items() if fp is not None and name not in to_run]
+    build_options = _build_options(kg_options, doc_options)
+    return _Plan(
+        kg_entries, doc_entries, kg_options, doc_options, fingerprints, old_stages, to_run, reused, build_options
+    )
+
+
+def _options(
+    kg_entries: list[dict[str, Any]],
+    doc_entries: list[dict[str, Any]],
+    kg_options: KgOptions | Mapping[str, Any] | None,
+    doc_options: Any | Mapping[str, Any] | None,
+    recorded_options: dict[str, Any],
+    inherited: dict[str, Any],
+) -> tuple[KgOptions, Any, bool]:
+    """The KG and document options this build uses, and whether the index has documents."""
+    kg_options = _resolve_options(KgOptions, kg_options, recorded_options.get("kg"), inherited)
+    has_docs = _has_docs(kg_entries, doc_entries, kg_options)
+    recorded_docs_options = recorded_options.get("docs")
+    if recorded_docs_options and "embed_backend" not in recorded_docs_options:
+        # built before embedding backends existed: with torch, whatever the default is now
+        recorded_docs_options = {**recorded_docs_options, "embed_backend": "torch"}
+    doc_options = _doc_options(doc_options, recorded_docs_options, has_docs, inherited)
+    if doc_options is not None:
+        doc_options = _absolute_model(doc_options)
+    _check_kg_from_docs(kg_entries, doc_options)
+    return kg_options, doc_options, has_docs
+
+
+def _unchanged(old: dict[str, Any] | None, plan: _Plan, report: BuildReport) -> bool:
+    """True (and `report` filled from the previous build) where nothing is to run, no stage is
+    removed and the options are the same: the index is up to date."""
+    if (
+        not plan.to_run
+        and old is not None
+        and set(plan.old_stages) == set(plan.reused)
+        and old.get("build_options") == plan.build_options
+    ):
+        report.skipped = list(plan.old_stages)
+        report.counts = old.get("counts", {})
+        report.stage_counts = {name: stage.get("counts", {}) for name, stage in plan.old_stages.items()}
+        return True
+    return False
+
+
+def _build_in(
+    tmp: Path,
+    out: Path,
+    old: dict[str, Any] | None,
+    plan: _Plan,
+    report: BuildReport,
+    recipe: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Write the new index in the temp folder `tmp`: reused outputs hard-linked from `out`, the
+    stages that run, the merged rejects and the manifest. Returns (manifest, stages); on any
+    failure the temp folder is removed."""
+    paths = IndexPaths(tmp)
+    stages: dict[str, Any] = {}
+    try:
+        _hardlink_copy(out, tmp, keep=[p for name in plan.reused for p in STAGE_OUTPUTS[name]])
+        _forget_dropped(paths, plan, report)
+        _run_stages(paths, plan, out, stages, report)
+        report.rejects = _merge_rejects(paths)
+        manifest = _manifest(old, stages, plan.kg_entries, plan.doc_entries, plan.build_options, report.rejects)
+        if recipe is not None:
+            manifest["recipe"] = dict(recipe)
+        write_manifest(paths, manifest)
+    except BaseException as exc:
+        # The traceback's frames still hold the half-built store open; release it first.
+        traceback.clear_frames(exc.__traceback__)
+        gc.collect()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest, stages
+
+
+def _forget_dropped(paths: IndexPaths, plan: _Plan, report: BuildReport) -> None:
+    """In the reused outputs, undo what a stage that no longer exists had added to them."""
+    if "kg" in plan.reused and plan.fingerprints["docs"] is None and paths.entities.exists():
+        remove_doc_ids(paths.entities)  # links to documents the index no longer has
+    if "mentions" in report.removed and "docs" in plan.reused:
+        from index.mentions_kg import reset_degrees
+
+        reset_degrees(paths.entities)  # degrees of the KG the index no longer has
+
+
+def _run_stages(
+    paths: IndexPaths, plan: _Plan, out: Path, stages: dict[str, Any], report: BuildReport
+) -> None:
+    """Run the stages to run, in order, and record each stage (run or reused) in `stages`."""
+    for name, fp in plan.fingerprints.items():
+        if fp is None:
+            continue
+        if name not in plan.to_run:
+            stages[name] = plan.old_stages[name]
+            report.skipped.append(name)
+            continue
+        counts = _run_stage(name, paths, plan.kg_entries, plan.doc_entries, plan.kg_options, plan.doc_options, out)
+        stages[name] = {"fingerprint": fp, "counts": counts, "built": time.time()}
+        report.ran.append(name)
+
+
+def _publish(tmp: Path, out: Path, sigterm: Any) -> None:
+    """Swap the finished index in, then remove the temp folder and the embedding cache."""
+    with sigterm.deferred():  # a SIGTERM now waits until the swap and its cleanup are done
+        try:
+            _swap(tmp, out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # after an exchange: the previous index
+        sigterm.done = True
+        shutil.rmtree(_cache_dir(out), ignore_errors=True)
 
 
 def _run_stage(

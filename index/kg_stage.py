@@ -83,28 +83,9 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     naming the file and why its lines were skipped) unless `options.allow_empty`.
     """
     store = ox.Store(str(paths.kg))
-    filtered: Counter[str] = Counter()
-    per_source: list[dict[str, Any]] = []
     with StoreWriter(store) as writer:
         load = _Load(writer, options, rejects)
-        for source in sources:
-            fmt = resolved_format(source.path, source.format)
-            tally = _SourceTally()
-            before = rejects.total
-            with progress_bar(f"kg {source.path.name}", total=_input_size(source.path), unit="bytes") as bar:
-                read, started = 0, time.monotonic()
-                for batch in read_kg(source.path, fmt, options):
-                    load.add(batch, tally)
-                    rate = tally.loaded / max(time.monotonic() - started, 1e-6)
-                    bar.advance(max(batch.bytes_read - read, 0), status=f"{tally.loaded:,} facts, {rate:,.0f} facts/s")
-                    read = batch.bytes_read
-                load.finish_source(tally)
-            filtered.update(tally.filtered)
-            entry = tally.entry(source.path, fmt, rejects.total - before)
-            per_source.append(entry)
-            console.print(f"[green]kg[/] {source.path}: {tally.loaded:,} facts, {rejects.total - before:,} rejected")
-            if tally.facts_seen == 0 and tally.metadata == 0 and not options.allow_empty:
-                raise InputError(empty_source_message(entry))
+        filtered, per_source = _load_sources(load, sources, options, rejects)
     dropped, external_ids = load.dropped, load.external_ids
     store.flush()
     lost: Counter[str] = Counter()
@@ -129,6 +110,49 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
                                   "kept": options.keep_external_ids}
     if unlabeled:
         counts["unlabeled_relations"] = {"count": len(unlabeled), "examples": unlabeled[:5]}
+    _write_fact_documents(store, paths, options, dropped, counts)
+    del store
+    return counts
+
+
+def _load_sources(load: _Load, sources: list[KgSource], options: KgOptions,
+                  rejects: RejectLog) -> tuple[Counter[str], list[dict[str, Any]]]:
+    """Load every source in turn; returns the filter reasons of all and each source's entry. An
+    empty source fails the build unless `options.allow_empty`."""
+    filtered: Counter[str] = Counter()
+    per_source: list[dict[str, Any]] = []
+    for source in sources:
+        fmt, tally, rejected = _load_source(load, source, options, rejects)
+        filtered.update(tally.filtered)
+        entry = tally.entry(source.path, fmt, rejected)
+        per_source.append(entry)
+        console.print(f"[green]kg[/] {source.path}: {tally.loaded:,} facts, {rejected:,} rejected")
+        if tally.facts_seen == 0 and tally.metadata == 0 and not options.allow_empty:
+            raise InputError(empty_source_message(entry))
+    return filtered, per_source
+
+
+def _load_source(load: _Load, source: KgSource, options: KgOptions,
+                 rejects: RejectLog) -> tuple[str, _SourceTally, int]:
+    """Load one source with a progress bar; returns its format, its tally and its reject count."""
+    fmt = resolved_format(source.path, source.format)
+    tally = _SourceTally()
+    before = rejects.total
+    with progress_bar(f"kg {source.path.name}", total=_input_size(source.path), unit="bytes") as bar:
+        read, started = 0, time.monotonic()
+        for batch in read_kg(source.path, fmt, options):
+            load.add(batch, tally)
+            rate = tally.loaded / max(time.monotonic() - started, 1e-6)
+            bar.advance(max(batch.bytes_read - read, 0), status=f"{tally.loaded:,} facts, {rate:,.0f} facts/s")
+            read = batch.bytes_read
+        load.finish_source(tally)
+    return fmt, tally, rejects.total - before
+
+
+def _write_fact_documents(store: ox.Store, paths: IndexPaths, options: KgOptions, dropped: int,
+                          counts: dict[str, Any]) -> None:
+    """--kg-keep's counts and, as asked, the facts left out (`dropped_as_docs`) or every fact
+    (`kg_as_docs`) written as documents."""
     if options.keep_fraction < 1.0:
         counts["kg_keep"] = {"fraction": options.keep_fraction, "seed": options.seed, "dropped": dropped}
         if options.dropped_as_docs:
@@ -138,8 +162,6 @@ def build_kg(paths: IndexPaths, sources: list[KgSource], options: KgOptions, rej
     if options.kg_as_docs:
         facts = store.quads_for_pattern(None, None, None, ox.DefaultGraph())
         counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix="kgdoc", append=True)
-    del store
-    return counts
 
 
 class _Load:

@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,46 +338,13 @@ class LlamaCppLLM(BaseLLM):
         if max_tokens <= 0 or max_tokens + len(tokens) >= n_ctx:
             max_tokens = n_ctx - len(tokens)
         llm.set_seed(seed)
-        start = time.perf_counter()
-        rest = tokens[llm.n_tokens:]
-        llm.eval(rest)
-        timings.prompt_eval += time.perf_counter() - start
-        timings.prompt_eval_tokens += len(rest)
+        _eval_prompt_rest(llm, tokens, timings)
         sampler = GrammarSampler(llm, grammar.clone() if grammar is not None else None,
                                  temperature=temperature)
         vocab = llm._model.vocab
-        completion: list[int] = []
-        text = b""
-        multibyte_fix = 0
-        truncated = True
         try:
-            while True:
-                start = time.perf_counter()
-                token = sampler.sample()
-                middle = time.perf_counter()
-                timings.sampling += middle - start
-                timings.sampled_tokens += 1
-                if llama_cpp.llama_vocab_is_eog(vocab, token):
-                    truncated = False
-                    break
-                completion.append(token)
-                text += llm.detokenize([token])
-                timings.detokenize += time.perf_counter() - middle
-                # create_completion holds back a token that ends inside a UTF-8 character (and
-                # then does not count it against max_tokens): the same test, as it is written
-                for k, char in enumerate(text[-3:]):
-                    k = 3 - k
-                    for num, pattern in [(2, 192), (3, 224), (4, 240)]:
-                        if num > k and pattern & char == pattern:
-                            multibyte_fix = num - k
-                if multibyte_fix > 0:
-                    multibyte_fix -= 1
-                elif len(completion) >= max_tokens:
-                    break
-                start = time.perf_counter()
-                llm.eval([token])
-                timings.generation += time.perf_counter() - start
-                timings.generated_tokens += 1
+            completion, truncated = _sample_tokens(
+                llm, sampler, lambda token: llama_cpp.llama_vocab_is_eog(vocab, token), max_tokens, timings)
         finally:
             timings.full_grammar_scans += sampler.full_scans
             sampler.close()
@@ -410,3 +378,54 @@ class LlamaCppLLM(BaseLLM):
         completion = int(out["usage"]["completion_tokens"])
         timings.sampled_tokens += completion + (choice.get("finish_reason") == "stop")
         return choice["text"], completion, choice.get("finish_reason") == "length"
+
+
+def _eval_prompt_rest(llm: Any, tokens: list[int], timings: CallTimings) -> None:
+    """Evaluate the prompt tokens past those already in the context (the reused prefix)."""
+    start = time.perf_counter()
+    rest = tokens[llm.n_tokens:]
+    llm.eval(rest)
+    timings.prompt_eval += time.perf_counter() - start
+    timings.prompt_eval_tokens += len(rest)
+
+
+def _sample_tokens(llm: Any, sampler: Any, is_eog: Callable[[int], bool], max_tokens: int,
+                   timings: CallTimings) -> tuple[list[int], bool]:
+    """Sample, then evaluate, one token at a time until an end-of-generation token (not kept)
+    or `max_tokens`: (the tokens, cut off at max_tokens)."""
+    completion: list[int] = []
+    text = b""
+    multibyte_fix = 0
+    while True:
+        start = time.perf_counter()
+        token = sampler.sample()
+        middle = time.perf_counter()
+        timings.sampling += middle - start
+        timings.sampled_tokens += 1
+        if is_eog(token):
+            return completion, False
+        completion.append(token)
+        text += llm.detokenize([token])
+        timings.detokenize += time.perf_counter() - middle
+        # create_completion holds back a token that ends inside a UTF-8 character (and
+        # then does not count it against max_tokens): the same test, as it is written
+        multibyte_fix = _multibyte_fix(text, multibyte_fix)
+        if multibyte_fix > 0:
+            multibyte_fix -= 1
+        elif len(completion) >= max_tokens:
+            return completion, True
+        start = time.perf_counter()
+        llm.eval([token])
+        timings.generation += time.perf_counter() - start
+        timings.generated_tokens += 1
+
+
+def _multibyte_fix(text: bytes, multibyte_fix: int) -> int:
+    """create_completion's test on the last 3 bytes of `text`: how many more tokens to take
+    before the UTF-8 character they start is whole (`multibyte_fix` where none starts there)."""
+    for k, char in enumerate(text[-3:]):
+        k = 3 - k
+        for num, pattern in [(2, 192), (3, 224), (4, 240)]:
+            if num > k and pattern & char == pattern:
+                multibyte_fix = num - k
+    return multibyte_fix

@@ -293,38 +293,9 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
     for depth in range(1, run.config.depth + 1):
         step_trace: dict[str, Any] = {"depth": depth}
         run.trace.append(step_trace)
-        # relation search + prune, one choice per distinct end entity
-        rel_cands: list[tuple[tuple[GraphPath, Relation], float]] = []
-        for end, group in group_by(beam, lambda p: p.end).items():
-            with timed(run.record, "relation_search"):
-                relations = run.candidate_relations(group[0])
-            if not relations:
-                continue
-            for rel, score in run.prune_relations(run.label(end), relations):
-                rel_cands.extend(((p, rel), p.score * score) for p in group)
-        kept_rels = top_k(rel_cands, run.width)
+        kept_rels = _explore_relations(run, beam)
         step_trace["relations"] = [[run.name(p.end), relation_text(run.kg, r)] for (p, r), _ in kept_rels]
-        # entity search + prune
-        ent_cands: list[tuple[GraphPath, float]] = []
-        sets: list[tuple[GraphPath, Relation, float, list[str]]] = []
-        with timed(run.record, "entity_search"):
-            for (path, rel), score in kept_rels:
-                tails = run.search_tails(path, rel)
-                if tails:
-                    sets.append((path, rel, score, tails))
-        total = sum(len(t) for *_, t in sets)
-        for path, rel, score, tails in sets:
-            by_text = unique_texts(tails, [run.label(t) for t in tails])
-            if total <= run.width:
-                chosen = [(t, 1.0 / len(by_text)) for t in by_text]
-            else:
-                chosen = run.pruner.entities(run.fact_text(path, rel), list(by_text), run.width)
-            for text, e_score in chosen:
-                for tail in by_text[text]:
-                    step = Hop(path.end, rel.id, rel.direction, tail)
-                    new = path.extend(step, score * e_score / len(by_text[text]))
-                    ent_cands.append((new, new.score))
-        beam = [p for p, _ in top_k(best_per_path(ent_cands), run.width)]
+        beam = _explore_entities(run, kept_rels)
         step_trace["entities"] = [run.name(p.end) for p in beam]
         if not beam:
             run.record.extra["stopped"] = "dead_end"
@@ -345,6 +316,45 @@ def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerR
     run.record.paths = run.evidence(explored)
     run.answer_from_llm(run.answer_candidates(explored))
     return run.record
+
+
+def _explore_relations(run: _Run, beam: list[GraphPath]) -> list[tuple[tuple[GraphPath, Relation], float]]:
+    """ToG's relation exploration: relation search and prune, one choice per distinct end
+    entity; the global top W (path, relation) pairs by path score times relation score."""
+    rel_cands: list[tuple[tuple[GraphPath, Relation], float]] = []
+    for end, group in group_by(beam, lambda p: p.end).items():
+        with timed(run.record, "relation_search"):
+            relations = run.candidate_relations(group[0])
+        if not relations:
+            continue
+        for rel, score in run.prune_relations(run.label(end), relations):
+            rel_cands.extend(((p, rel), p.score * score) for p in group)
+    return top_k(rel_cands, run.width)
+
+
+def _explore_entities(run: _Run, kept_rels: list[tuple[tuple[GraphPath, Relation], float]]) -> list[GraphPath]:
+    """ToG's entity exploration: entity search along the kept relations and prune (none while
+    the tails are no more than W); the next beam is the global top W paths."""
+    ent_cands: list[tuple[GraphPath, float]] = []
+    sets: list[tuple[GraphPath, Relation, float, list[str]]] = []
+    with timed(run.record, "entity_search"):
+        for (path, rel), score in kept_rels:
+            tails = run.search_tails(path, rel)
+            if tails:
+                sets.append((path, rel, score, tails))
+    total = sum(len(t) for *_, t in sets)
+    for path, rel, score, tails in sets:
+        by_text = unique_texts(tails, [run.label(t) for t in tails])
+        if total <= run.width:
+            chosen = [(t, 1.0 / len(by_text)) for t in by_text]
+        else:
+            chosen = run.pruner.entities(run.fact_text(path, rel), list(by_text), run.width)
+        for text, e_score in chosen:
+            for tail in by_text[text]:
+                step = Hop(path.end, rel.id, rel.direction, tail)
+                new = path.extend(step, score * e_score / len(by_text[text]))
+                ent_cands.append((new, new.score))
+    return [p for p, _ in top_k(best_per_path(ent_cands), run.width)]
 
 
 # ------------------------------------------------------------------------------------------

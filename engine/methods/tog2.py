@@ -144,6 +144,9 @@ def _context(ranked: Sequence[Scored], k: int) -> list[Scored]:
     return [s for s in ranked if s.unit.from_document][:k]
 
 
+_Provisional = tuple[str, list[GraphPath], list[Scored]]
+
+
 def run_tog2(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
     """ToG-2 (Algorithm 1): initialisation, then D rounds of graph search, context retrieval,
     context-based entity prune and reasoning."""
@@ -158,51 +161,57 @@ def run_tog2(question: Question, ctx: Context, config: dict[str, Any]) -> Answer
         run.record.extra["stopped"] = "no_topic_entity"
         _answer_without_graph(run)
         return run.record
+    answered, provisional = _initial_judgement(run, topics, init)
+    if answered:
+        return run.record
+    depth = 1 if provisional else run.config.depth
+    answered, guessed = _search_rounds(run, topics, depth, provisional)
+    if not answered:
+        _conclude(run, provisional, guessed)
+    return run.record
+
+
+def _initial_judgement(run: _Run, topics: list[str], init: dict[str, Any]) -> tuple[bool, _Provisional | None]:
+    """Initialisation's context retrieval and reasoning call over the topic entities' top-K
+    units. Returns (answered, provisional): a provisional answer (with `confirm_initial`) waits
+    for one round of graph search."""
     with timed(run.record, "context_retrieval"):
         ranked = run.retriever.rank(run.text, [Candidate(t) for t in topics])
     units = _context(ranked, run.k)
     init["context"] = [s.unit.chunk_id for s in units]
-    provisional: tuple[str, list[GraphPath], list[Scored]] | None = None
     if units:  # without a document there is nothing to judge yet
         answer = run.reason(0, [], units, init, last=False)
         if answer is not None and not run.config.confirm_initial:
             run.answered(answer, 0, "sufficient")
-            return run.record
+            return True, None
         if answer is not None:  # provisional: one round of graph search may overturn it
-            provisional = (answer, [], list(run.seen_units))
             init["provisional_answer"] = answer
+            return False, (answer, [], list(run.seen_units))
+    return False, None
+
+
+def _search_rounds(run: _Run, topics: list[str], depth: int,
+                   provisional: _Provisional | None) -> tuple[bool, bool]:
+    """Rounds 1..depth: graph search, context retrieval, entity prune, reasoning, and (between
+    rounds) query re-forming. Returns (answered, guessed: the last reasoning call asked for a
+    best answer)."""
     frontier = [GraphPath(t) for t in topics]
     visited = set(topics)
-    depth = 1 if provisional else run.config.depth
     guessed = False
     for round_ in range(1, depth + 1):
         step: dict[str, Any] = {"round": round_, "topics": [run.name(p.end) for p in frontier]}
         run.trace.append(step)
-        with timed(run.record, "relation_search"):
-            found = {p.end: run.relations(p) for p in frontier if not is_literal(p.end)}
-        kept = run.prune_relations(frontier, found) if any(found.values()) else []
-        step["relations"] = [[run.name(p.end), relation_text(run.kg, r), round(s, 3)] for p, r, s in kept]
-        with timed(run.record, "entity_search"):
-            cands = run.candidates(kept, visited)
-        step["candidates"] = len(cands)
-        if not cands:
+        explored = _explore(run, frontier, visited, step)
+        if explored is None:
             run.record.extra["stopped"] = "dead_end"
             break
-        with timed(run.record, "context_retrieval"):
-            ranked = run.retriever.rank(run.retrieval_query(), [Candidate(p.end, s) for p, s in cands])
-        scores = entity_scores([(s.unit.owner, s.score) for s in ranked], run.k, run.config.alpha)
-        order = sorted(range(len(cands)), key=lambda i: (-scores.get(cands[i][0].end, 0.0), i))
-        selected = [GraphPath(cands[i][0].topic, cands[i][0].hops, scores.get(cands[i][0].end, 0.0))
-                    for i in order[: run.width]]
-        step["entities"] = [[run.name(p.end), round(p.score, 4)] for p in selected]
-        units = _context(ranked, run.k)
-        step["context"] = [s.unit.chunk_id for s in units]
+        selected, units = explored
         last = round_ == depth and provisional is None  # a provisional answer stands in for a best guess
         answer = run.reason(round_, selected, units, step, last)
         guessed = last
         if answer is not None:
             run.answered(answer, round_, "sufficient" if run.record.extra.get("sufficient") else "max_depth")
-            return run.record
+            return True, guessed
         if round_ == depth:
             break
         if run.config.reform_query and run.config.clues:
@@ -212,20 +221,51 @@ def run_tog2(question: Question, ctx: Context, config: dict[str, Any]) -> Answer
         if not frontier:
             run.record.extra["stopped"] = "dead_end"
             break
+    return False, guessed
+
+
+def _explore(run: _Run, frontier: list[GraphPath], visited: set[str],
+             step: dict[str, Any]) -> tuple[list[GraphPath], list[Scored]] | None:
+    """One round's relation discovery and prune, entity discovery, context retrieval and
+    context-based entity prune (Eq. 6): the top W paths and the top-K units; None at a dead end
+    (no candidate entity)."""
+    with timed(run.record, "relation_search"):
+        found = {p.end: run.relations(p) for p in frontier if not is_literal(p.end)}
+    kept = run.prune_relations(frontier, found) if any(found.values()) else []
+    step["relations"] = [[run.name(p.end), relation_text(run.kg, r), round(s, 3)] for p, r, s in kept]
+    with timed(run.record, "entity_search"):
+        cands = run.candidates(kept, visited)
+    step["candidates"] = len(cands)
+    if not cands:
+        return None
+    with timed(run.record, "context_retrieval"):
+        ranked = run.retriever.rank(run.retrieval_query(), [Candidate(p.end, s) for p, s in cands])
+    scores = entity_scores([(s.unit.owner, s.score) for s in ranked], run.k, run.config.alpha)
+    order = sorted(range(len(cands)), key=lambda i: (-scores.get(cands[i][0].end, 0.0), i))
+    selected = [GraphPath(cands[i][0].topic, cands[i][0].hops, scores.get(cands[i][0].end, 0.0))
+                for i in order[: run.width]]
+    step["entities"] = [[run.name(p.end), round(p.score, 4)] for p in selected]
+    units = _context(ranked, run.k)
+    step["context"] = [s.unit.chunk_id for s in units]
+    return selected, units
+
+
+def _conclude(run: _Run, provisional: _Provisional | None, guessed: bool) -> None:
+    """No round answered: the initialisation's provisional answer, else (unless `abstain`) one
+    best-answer call over what was seen last, else no answer."""
     if provisional is not None:  # round 1 found nothing better: the initialisation's answer
         run.seen_paths, run.seen_units = provisional[1], provisional[2]
         run.record.extra.pop("stopped", None)
         run.answered(provisional[0], 0, "sufficient (confirmed: round 1 found no other answer)")
-        return run.record
+        return
     run.record.extra.setdefault("stopped", "max_depth")
     if not guessed and not run.config.abstain:
         # a dead end before the last round: one best-answer call over what was seen last
         answer = run.reason(len(run.trace) - 1, run.seen_paths, run.seen_units, run.trace[-1], last=True)
         if answer is not None:
             run.answered(answer, len(run.trace) - 1, run.record.extra["stopped"])
-            return run.record
+            return
     run.give_up("the knowledge found was never enough to answer")
-    return run.record
 
 
 def _answer_without_graph(run: _Run) -> None:

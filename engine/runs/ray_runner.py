@@ -120,66 +120,89 @@ def run_on_ray(address: str, workers: int, setup: WorkerSetup, configs: dict[str
 
 def _drive(ray: Any, workers: int, setup: WorkerSetup, configs: dict[str, dict[str, Any]],
            pending: list[tuple[str, Question]], sink: Sink) -> int:
-    actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(QuestionActor)
-    todo = deque(range(len(pending)))
-    done: set[int] = set()
-    rule = DeathRule(pending, configs, workers)
-    actors: dict[int, Any] = {}  # slot -> actor handle
-    holding: dict[int, int] = {}  # slot -> position of the question it answers
-    in_flight: dict[Any, int] = {}  # object ref -> slot
-
-    def start(slot: int) -> None:
-        actors[slot] = actor_class.remote(setup.plugins, setup.index, setup.llm, setup.cache, setup.kg_endpoint,
-                                          configs)
-
-    def stop(slot: int) -> None:
-        with contextlib.suppress(Exception):  # it may be gone already
-            ray.kill(actors.pop(slot))
-
-    def assign(slot: int) -> None:
-        if not todo:
-            stop(slot)  # frees its CPU for an actor still waiting to be placed
-            return
-        position = todo.popleft()
-        holding[slot] = position
-        method, question = pending[position]
-        in_flight[actors[slot].answer.remote(method, asdict(question))] = slot
-
-    def died(slot: int, exc: Exception) -> None:
-        position = holding.pop(slot)
-        stop(slot)
-        cause = f"Ray actor died: {type(exc).__name__}"
-        if rule.died_holding(position, cause, sink):
-            todo.appendleft(position)
-        else:
-            done.add(position)  # recorded as an error
-        if todo:
-            start(slot)
-            assign(slot)
-
+    driver = _Driver(ray, workers, setup, configs, pending, sink)
     for slot in range(min(workers, len(pending))):
-        start(slot)
-        assign(slot)
+        driver.start(slot)
+        driver.assign(slot)
     try:
-        while len(done) < len(pending):
-            if not in_flight:
-                raise BatchError("Ray: no actor is left answering, yet questions remain; rerun to resume")
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_SECONDS)
-            for ref in ready:
-                slot = in_flight.pop(ref)
-                try:
-                    reply = ray.get(ref)
-                except ray.exceptions.RayActorError as exc:
-                    died(slot, exc)
-                    continue
-                if reply[0] == "fatal":
-                    _, name, text = reply
-                    raise {"ModelError": ModelError, "IndexError_": IndexError_}.get(name, BatchError)(text)
-                position = holding.pop(slot)
-                done.add(position)
-                sink(pending[position][0], reply[1])
-                assign(slot)
+        driver.collect()
     finally:
-        for slot in list(actors):
-            stop(slot)
-    return rule.requeued
+        for slot in list(driver.actors):
+            driver.stop(slot)
+    return driver.rule.requeued
+
+
+class _Driver:
+    """The driver's side of a Ray batch: one actor per slot, the question each slot holds, the
+    replies in flight, and what is left to hand out."""
+
+    def __init__(self, ray: Any, workers: int, setup: WorkerSetup, configs: dict[str, dict[str, Any]],
+                 pending: list[tuple[str, Question]], sink: Sink) -> None:
+        self.ray = ray
+        self.setup = setup
+        self.configs = configs
+        self.pending = pending
+        self.sink = sink
+        self.actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(QuestionActor)
+        self.todo = deque(range(len(pending)))
+        self.done: set[int] = set()
+        self.rule = DeathRule(pending, configs, workers)
+        self.actors: dict[int, Any] = {}  # slot -> actor handle
+        self.holding: dict[int, int] = {}  # slot -> position of the question it answers
+        self.in_flight: dict[Any, int] = {}  # object ref -> slot
+
+    def start(self, slot: int) -> None:
+        setup = self.setup
+        self.actors[slot] = self.actor_class.remote(setup.plugins, setup.index, setup.llm, setup.cache,
+                                                    setup.kg_endpoint, self.configs)
+
+    def stop(self, slot: int) -> None:
+        with contextlib.suppress(Exception):  # it may be gone already
+            self.ray.kill(self.actors.pop(slot))
+
+    def assign(self, slot: int) -> None:
+        if not self.todo:
+            self.stop(slot)  # frees its CPU for an actor still waiting to be placed
+            return
+        position = self.todo.popleft()
+        self.holding[slot] = position
+        method, question = self.pending[position]
+        self.in_flight[self.actors[slot].answer.remote(method, asdict(question))] = slot
+
+    def died(self, slot: int, exc: Exception) -> None:
+        position = self.holding.pop(slot)
+        self.stop(slot)
+        cause = f"Ray actor died: {type(exc).__name__}"
+        if self.rule.died_holding(position, cause, self.sink):
+            self.todo.appendleft(position)
+        else:
+            self.done.add(position)  # recorded as an error
+        if self.todo:
+            self.start(slot)
+            self.assign(slot)
+
+    def collect(self) -> None:
+        """Wait for replies until every question is done, handing out the next question as each
+        reply comes in."""
+        while len(self.done) < len(self.pending):
+            if not self.in_flight:
+                raise BatchError("Ray: no actor is left answering, yet questions remain; rerun to resume")
+            ready, _ = self.ray.wait(list(self.in_flight), num_returns=1, timeout=WAIT_SECONDS)
+            for ref in ready:
+                self.receive(ref)
+
+    def receive(self, ref: Any) -> None:
+        """Take one reply: a record (written), a dead actor (replaced) or a fatal error (raised)."""
+        slot = self.in_flight.pop(ref)
+        try:
+            reply = self.ray.get(ref)
+        except self.ray.exceptions.RayActorError as exc:
+            self.died(slot, exc)
+            return
+        if reply[0] == "fatal":
+            _, name, text = reply
+            raise {"ModelError": ModelError, "IndexError_": IndexError_}.get(name, BatchError)(text)
+        position = self.holding.pop(slot)
+        self.done.add(position)
+        self.sink(self.pending[position][0], reply[1])
+        self.assign(slot)
