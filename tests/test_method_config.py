@@ -28,6 +28,7 @@ PINNED_DEFAULT_HASHES = {
     "tog2": "d664ad0a1f298519",
     "hydra": "6b5828a669a80726",
     "hydra-e": "341d59350f58a23e",
+    "hydra-s": "dbb9b074002d8226",
     "chains": "cab795141bb7f821",
 }
 

@@ -394,6 +394,25 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
         resolve_config("hydra", {"path_relevance": "question"})
 
 
+def test_hydra_s_is_hydra_with_the_small_model_settings() -> None:
+    """Ours, beside the paper's `hydra`: seven defaults differ, every other key is hydra's."""
+    hydra, small = default_config("hydra"), default_config("hydra-s")
+    changed = {k: v for k, v in small.items() if hydra[k] != v}
+    assert changed == {"initial_depth": "max", "path_lengths": "up_to", "path_relevance": "chains",
+                       "answer_choice": "ends", "answer_prompt": "short", "doc_evidence": "sentences",
+                       "web_collections": "all"}
+    assert set(small) == set(hydra)
+
+
+def test_hydra_s_answers_from_the_ends_of_the_chains_best_path(demo_index: Path) -> None:
+    question = Question("demo-021", "In which city was the founder of Caspenne Microsystems born?", ["Lumera"])
+    record, llm = run(demo_index, question, script([("Yes", "Lumera")], prefer=("founded by",)), method="hydra-s",
+                      d_max=2)
+    assert record.method == "hydra-s" and record.prediction == "Lumera"
+    answer = next(r for r in llm.requests if r.stage == "answer")
+    assert "facts" not in answer.schema["properties"] and "enum" in answer.schema["properties"]["answer"]
+
+
 def test_answer_choice_ends_offers_only_the_last_sets_of_the_chosen_paths(demo_index: Path) -> None:
     """Ours: the answer is a name of the chosen KG paths' end sets, never a chain's middle."""
     question = Question("demo-021", "In which city was the founder of Caspenne Microsystems born?", ["Lumera"])

@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any
 from engine.methods import hydra_prompts as hp
 from engine.methods.common import answer_of
 from engine.methods.hydra_answer import HydraRun
-from engine.methods.hydra_config import HydraConfig, HydraEConfig
+from engine.methods.hydra_config import HydraConfig, HydraEConfig, HydraSConfig
 from engine.methods.hydra_paths import skyline_order
 from engine.methods.hydra_phases import align, predict, refine
-from engine.methods.hydra_state import Attempt
+from engine.methods.hydra_state import Analysis, Attempt
 from engine.methods.spec import MethodSpec
 from engine.methods.topics import linked_or_searched
 from engine.questions.record import AnswerRecord, Question
@@ -56,9 +56,8 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
     """HydraRAG (Algorithm 3): initialisation, then initial, refined and predicted exploration,
     each pruned (Algorithm 4) and answered; a fallback answer after all three."""
     run = HydraRun(question, ctx, config, method)
-    d_max = run.config.d_max
-    limit = run.config.max_topic_entities
-    run.topics = linked_or_searched(question, ctx, run.record, limit, run.config.topic_search, run.name)
+    run.topics = linked_or_searched(question, ctx, run.record, run.config.max_topic_entities,
+                                    run.config.topic_search, run.name)
     run.topic_labels = [run.label(t) for t in run.topics]
     available = run.available_sources()
     analysis = run.analyse(available)
@@ -70,52 +69,70 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
     attempts: list[Attempt] = []
     if available and run.scorer is not None:
         ordered = skyline_order(run.topics, run.topic_labels, analysis.skyline)
-        # initial exploration: the selected sources at min(D_predict, D_max)
-        depth = min(analysis.d_predict, d_max) if run.config.initial_depth == "predicted" else d_max
-        step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
-                                "sources": analysis.sources}
-        run.trace.append(step)
-        up_to = run.config.path_lengths == "up_to"
-        pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text,
-                           all_depths=up_to)
-        attempts.append(run.attempt("initial", pool, analysis, step))
-        if attempts[-1].enough:
-            run.finish(attempts[-1])
-            return run.record
-        # refined exploration: a follow-up question and indicator, every source, D_max
-        q_new, i_new, new_topics = refine(run, analysis, attempts[-1])
-        later = run.later_sources(available)
-        step = {"phase": "refined", "question": q_new, "indicator": i_new, "depth": d_max, "sources": later}
-        run.trace.append(step)
-        reached = run.reached_entities(new_topics, attempts, step)
-        pool = run.explore(step, later, ordered, i_new, d_max, new_topics, q_new, all_depths=up_to, reached=reached)
-        attempts.append(run.attempt("refined", pool, analysis, step))
-        if attempts[-1].enough:
-            run.finish(attempts[-1])
-            return run.record
-        # predicted exploration: the model's candidate answers as extra endpoints
-        seen = [c for a in attempts for c in (a.selected or a.pool)]
-        step = {"phase": "predicted", "depth": d_max, "sources": later, "predictions": []}
-        run.trace.append(step)
-        pool = []
-        reached = run.reached_entities(run.topics, attempts, step)
-        for answer, indicator in predict(run, seen):
-            node, similarity = align(run, answer) if "kg" in available else (None, 0.0)
-            step["predictions"].append({"answer": answer, "indicator": indicator,
-                                        "aligned": run.name(node) if node else None,
-                                        "similarity": round(similarity, 4)})
-            extra = [node] if node and node not in run.topics else []
-            listed = skyline_order([*run.topics, *extra], [*run.topic_labels, *(run.label(n) for n in extra)],
-                                   indicator)
-            kg_sources = later if extra else [s for s in later if s != "kg"]
-            pool += run.explore(step, kg_sources, listed, indicator, d_max, [*run.topics, *extra], run.text,
-                                all_depths=True, reached=reached)
-        attempts.append(run.attempt("predicted", pool, analysis, step))
-        if attempts[-1].enough:
-            run.finish(attempts[-1])
-            return run.record
-    # fallback: every path found, and the model's own knowledge
-    step = {"phase": "fallback", "depth": d_max}
+        for phase in (_initial, _refined, _predicted):
+            attempts.append(phase(run, analysis, available, ordered, attempts))
+            if attempts[-1].enough:
+                run.finish(attempts[-1])
+                return run.record
+    _fallback(run, analysis, attempts)
+    return run.record
+
+
+def _initial(run: HydraRun, analysis: Analysis, available: list[str], ordered: list[str],
+             attempts: list[Attempt]) -> Attempt:
+    """Initial exploration: the selected sources at min(D_predict, D_max) (`initial_depth: max`: D_max)."""
+    d_max = run.config.d_max
+    depth = min(analysis.d_predict, d_max) if run.config.initial_depth == "predicted" else d_max
+    step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
+                            "sources": analysis.sources}
+    run.trace.append(step)
+    pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text,
+                       all_depths=run.config.path_lengths == "up_to")
+    return run.attempt("initial", pool, analysis, step)
+
+
+def _refined(run: HydraRun, analysis: Analysis, available: list[str], ordered: list[str],
+             attempts: list[Attempt]) -> Attempt:
+    """Refined exploration: a follow-up question and indicator, every available source, D_max."""
+    d_max = run.config.d_max
+    q_new, i_new, new_topics = refine(run, analysis, attempts[-1])
+    later = run.later_sources(available)
+    step = {"phase": "refined", "question": q_new, "indicator": i_new, "depth": d_max, "sources": later}
+    run.trace.append(step)
+    reached = run.reached_entities(new_topics, attempts, step)
+    pool = run.explore(step, later, ordered, i_new, d_max, new_topics, q_new,
+                       all_depths=run.config.path_lengths == "up_to", reached=reached)
+    return run.attempt("refined", pool, analysis, step)
+
+
+def _predicted(run: HydraRun, analysis: Analysis, available: list[str], ordered: list[str],
+               attempts: list[Attempt]) -> Attempt:
+    """Predicted exploration: the model's candidate answers, aligned with the subgraph, as extra endpoints."""
+    d_max = run.config.d_max
+    later = run.later_sources(available)
+    seen = [c for a in attempts for c in (a.selected or a.pool)]
+    step: dict[str, Any] = {"phase": "predicted", "depth": d_max, "sources": later, "predictions": []}
+    run.trace.append(step)
+    pool = []
+    reached = run.reached_entities(run.topics, attempts, step)
+    for answer, indicator in predict(run, seen):
+        node, similarity = align(run, answer) if "kg" in available else (None, 0.0)
+        step["predictions"].append({"answer": answer, "indicator": indicator,
+                                    "aligned": run.name(node) if node else None,
+                                    "similarity": round(similarity, 4)})
+        extra = [node] if node and node not in run.topics else []
+        listed = skyline_order([*run.topics, *extra], [*run.topic_labels, *(run.label(n) for n in extra)],
+                               indicator)
+        kg_sources = later if extra else [s for s in later if s != "kg"]
+        pool += run.explore(step, kg_sources, listed, indicator, d_max, [*run.topics, *extra], run.text,
+                            all_depths=True, reached=reached)
+    return run.attempt("predicted", pool, analysis, step)
+
+
+def _fallback(run: HydraRun, analysis: Analysis, attempts: list[Attempt]) -> None:
+    """The fallback: every path found, pruned and selected again, and an answer from them plus the
+    model's own knowledge (marked as such)."""
+    step: dict[str, Any] = {"phase": "fallback", "depth": run.config.d_max}
     run.trace.append(step)
     final = run.attempt("fallback", [c for a in attempts for c in a.pool], analysis, step)
     if not final.pool:
@@ -127,7 +144,6 @@ def run_hydra_method(question: Question, ctx: Context, config: dict[str, Any], m
         if parsed is None:
             run.record.error = "the final answer call failed: " + run.record.extra["call_errors"][-1]["error"]
     run.finish(final)
-    return run.record
 
 
 def run_hydra(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
@@ -136,6 +152,10 @@ def run_hydra(question: Question, ctx: Context, config: dict[str, Any]) -> Answe
 
 def run_hydra_e(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
     return run_hydra_method(question, ctx, config, "hydra-e")
+
+
+def run_hydra_s(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    return run_hydra_method(question, ctx, config, "hydra-s")
 
 
 # added after the first runs: in the config hash only when set away from the default
@@ -150,3 +170,7 @@ HYDRA_E = MethodSpec.typed(
     "hydra-e", run_hydra_e, HydraEConfig,
     "HydraRAG-E: HydraRAG with one seeded-random relation per clustered edge of the question subgraph",
     hash_when_set=_ADDED)
+HYDRA_S = MethodSpec.typed(
+    "hydra-s", run_hydra_s, HydraSConfig,
+    "HydraRAG with settings for small models (ours): every depth, KG paths ranked by the chains scorer, "
+    "sentences as evidence, answers from the paths' ends or the evidence's words")

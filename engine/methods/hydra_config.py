@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.methods.hydra_score import ALIGNMENT_MODES, RELEVANCE_MODES, SUPPORT_MODES
-from engine.methods.method_config import MethodConfig, option
+from engine.methods.method_config import MethodConfig, like, option
 
 SOURCES = ("kg", "wiki", "web")
 PHASES = ("initial", "refined", "predicted", "fallback")
@@ -103,8 +103,25 @@ class HydraConfig(MethodConfig):
 class HydraEConfig(HydraConfig):
     """`hydra-e`: `hydra` on a subgraph with one seeded-random relation per clustered edge."""
 
-    one_relation_per_edge: bool = option(True, "hydra-e: one seeded-random relation per clustered edge",
-                                         "HydraRAG-E")
+    one_relation_per_edge: bool = like(HydraConfig, "one_relation_per_edge", True)
+
+
+@dataclass(frozen=True)
+class HydraSConfig(HydraConfig):
+    """`hydra-s` (ours): `hydra` with the settings for small models. The model no longer decides
+    the depth, ranks KG paths, rewrites sentences or picks a chain's middle: every depth up to
+    D_max is searched, KG paths are ranked by the `chains` scorer against the question, the
+    document windows join the pool as they are, the question search covers every collection, and
+    the answer is a name of the chosen KG paths' ends (with KG paths only) or a span as written
+    in the evidence. The phases, pruning and the model's selection are the paper's."""
+
+    initial_depth: str = like(HydraConfig, "initial_depth", "max")
+    path_lengths: str = like(HydraConfig, "path_lengths", "up_to")
+    path_relevance: str = like(HydraConfig, "path_relevance", "chains")
+    answer_choice: str = like(HydraConfig, "answer_choice", "ends")
+    answer_prompt: str = like(HydraConfig, "answer_prompt", "short")
+    doc_evidence: str = like(HydraConfig, "doc_evidence", "sentences")
+    web_collections: str = like(HydraConfig, "web_collections", "all")
 
 
 HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()

@@ -19,7 +19,7 @@ from engine.methods.common import (
     timed,
 )
 from engine.methods.hydra_chain_relevance import ChainRelevance
-from engine.methods.hydra_config import SOURCES, HydraConfig, HydraEConfig
+from engine.methods.hydra_config import SOURCES, HydraConfig, HydraEConfig, HydraSConfig
 from engine.methods.hydra_docs import Sentence, entity_sentences, web_sentences
 from engine.methods.hydra_paths import skyline_depth
 from engine.methods.hydra_score import Candidate, Pruned, ScoreConfig
@@ -59,7 +59,7 @@ class HydraState:
 
     def __init__(self, question: Question, ctx: Context, config: dict[str, Any], method: str) -> None:
         self.question, self.ctx = question, ctx
-        self.config = (HydraEConfig if method == "hydra-e" else HydraConfig).from_config(config)
+        self.config = {"hydra-e": HydraEConfig, "hydra-s": HydraSConfig}.get(method, HydraConfig).from_config(config)
         self.kg = ctx.kg
         self.text = question_text(question)
         self.record = new_record(question, method)

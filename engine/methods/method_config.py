@@ -64,6 +64,14 @@ def option(default: Any, help: str, paper: str = OURS, *, low: float | None = No
     return dataclasses.field(default=default, metadata=meta)
 
 
+def like(base: type[MethodConfig], key: str, default: Any) -> Any:
+    """The field `key` of `base` with another default (the same check, help and paper
+    reference): how a method's variant (`hydra-e`, `hydra-s`) declares the defaults it changes."""
+    field = next(f for f in dataclasses.fields(base) if f.name == key)
+    opt: Option = field.metadata[_KEY]
+    return option(default, opt.help, opt.paper, low=opt.low, high=opt.high, choices=opt.choices)
+
+
 def _default(f: dataclasses.Field[Any]) -> Any:
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()

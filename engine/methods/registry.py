@@ -32,7 +32,7 @@ def register(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
-for _spec in (io_cot.IO, io_cot.COT, sc.SC, rag.RAG, tog.TOG, tog.TOG_R, tog2.TOG2, hydra.HYDRA, hydra.HYDRA_E, chains.CHAINS):
+for _spec in (io_cot.IO, io_cot.COT, sc.SC, rag.RAG, tog.TOG, tog.TOG_R, tog2.TOG2, hydra.HYDRA, hydra.HYDRA_E, hydra.HYDRA_S, chains.CHAINS):
     register(_spec)
 
 
