@@ -15,9 +15,8 @@ Two parts, one run:
 2. A generated power-law graph (GENERATED_TRIPLES distinct facts, Zipf-distributed subjects and
    objects, a few dozen relations, some literal attributes, seeded), written as N-Triples into a
    temp folder, indexed with `python cli.py index --kg-format ntriples` in a subprocess, then
-   2- and 3-hop subgraphs extracted with the default caps from the largest hubs, from entities
-   along a degree ladder (100,000 down to 10 facts) and from random entities: time, size, facts
-   read, heap peak. Everything generated is deleted at the end.
+   2- and 3-hop subgraphs extracted with the default caps from the largest hubs, from entities along a degree
+   ladder (100,000 down to 10 facts) and from random entities: time, size, facts read, heap peak (deleted after).
 
 `python -m bench.bench_graph --triples 200000 --questions 20 --out /tmp/x` is a small run.
 """

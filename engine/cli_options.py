@@ -71,7 +71,12 @@ class _VectorScope(click.Choice):  # type: ignore[type-arg]
 def index_options(config_callback: Callable[..., Any], freebase_drop_prefixes: Sequence[str]) -> Decorator:
     """The options of `index`; `--config FILE` calls `config_callback` first (eager), which makes
     the recipe's values the defaults of the other options."""
-    return stack(
+    return stack(*_index_source_options(config_callback, freebase_drop_prefixes), *_index_build_options())
+
+
+def _index_source_options(config_callback: Callable[..., Any], freebase_drop_prefixes: Sequence[str]) -> list[Decorator]:
+    """`index`: the recipe, the output folder, the sources and how they are read."""
+    return [
         click.option(
             "--config", "config", type=click.Path(dir_okay=False, path_type=Path), default=None, is_eager=True,
             expose_value=False, callback=config_callback,
@@ -121,6 +126,12 @@ def index_options(config_callback: Callable[..., Any], freebase_drop_prefixes: S
         click.option("--header/--no-header", "tsv_header", default=None, help="TSV/CSV: the first row is (or is not) a header row of column names. Default: detected (head,relation,tail / subject,predicate,object / source,relation,target...)."),
         click.option("--delimiter", "tsv_delimiter", default=None, metavar="SEP", help="TSV/CSV field separator: tab, comma, semicolon, pipe or any one character. Default: comma for .csv, else tab."),
         click.option("--allow-empty/--no-allow-empty", default=None, help="Build even when a KG source yields no fact and no label (the build fails otherwise, naming the source and why). Default: off."),
+    ]
+
+
+def _index_build_options() -> list[Decorator]:
+    """`index`: chunking, embeddings, vectors, the BM25 engine, a KG from documents, rebuilds."""
+    return [
         click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Chunk size in characters. Default: 1000."),
         click.option("--chunk-overlap", type=click.IntRange(0, 5000), default=None, help="Chunk overlap in characters. Default: 150."),
         embed_model_option,
@@ -162,7 +173,7 @@ def index_options(config_callback: Callable[..., Any], freebase_drop_prefixes: S
             "with the options given now (others at their defaults). Stages whose inputs are unchanged are still reused.",
         ),
         click.option("--rebuild", is_flag=True, help="Run every stage even if its inputs are unchanged."),
-    )
+    ]
 
 
 # --------------------------------------------------------------------------------------------
