@@ -84,11 +84,10 @@ class HydraExplorer(HydraRecorder):
         graph = self.connected if list(topics) == list(sub.topics) or len(topics) < 2 else \
             Subgraph(sub.graph, list(topics), sub.hops, sub.depth).connecting()
         assert graph is not None
-        scorer = relevance_scorer(self.label, self.kg.relation_label, topics, self.relevance(indicator)) \
-            if self.scorer is not None else None
         chains = self.chain_relevance()
-        if chains is not None:
-            scorer = chains.of_paths
+        scorer = chains.of_paths if chains is not None else \
+            relevance_scorer(self.label, self.kg.relation_label, topics, self.relevance(indicator)) \
+            if self.scorer is not None else None
         with timed(self.record, "path_search"):
             found: KgPaths = search_paths(graph, topics, depth, w1=self.config.w1, scorer=scorer,
                                           max_paths=self.config.max_paths, all_depths=all_depths,
