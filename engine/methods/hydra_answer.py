@@ -97,22 +97,26 @@ class HydraRun(HydraExplorer):
         more" cannot be chosen); otherwise none (free text: document paths are sentences, their
         answers need not be an entity's name). With `answer_choice: evidence` (ours): those names
         and the answer-shaped spans (names, dates, figures, "yes"/"no") of the source sentences
-        of the selected document evidence, whatever the sources selected."""
+        of the selected document evidence, whatever the sources selected. With `answer_choice:
+        ends` (ours) and only KG paths selected: the names of their end sets (`_end_names`)."""
         choice = self.config.answer_choice
         if choice == "free" or not selected or (choice in ("paths", "ends") and any(c.source != "kg" for c in selected)):
             return []
-        topics = {normalise(t) for t in self.topic_labels}
         if choice == "ends":
-            return self._end_names(selected, topics)
-        shown = [n for c in selected if c.source == "kg" for n in reversed(c.entities)]  # ends first
-        names = [n for n in dict.fromkeys(shown) if normalise(n) not in topics and not n.startswith("unnamed entity")]
+            return self._answerable(self._end_names(selected))[: self.config.max_answer_names]
+        names = self._answerable([n for c in selected if c.source == "kg" for n in reversed(c.entities)])  # ends first
         limit = self.config.max_answer_names
         if choice == "paths":
             return names[:limit]
         sentences = [c.payload.sentence.text for c in selected if isinstance(c.payload, DocPath)]
         return allowed_answers(self.text, names, sentences, limit)
 
-    def _end_names(self, selected: Sequence[Candidate], topics: set[str]) -> list[str]:
+    def _answerable(self, names: Sequence[str]) -> list[str]:
+        """The names, once each, that may be an answer: never a topic entity or an unnamed one."""
+        topics = {normalise(t) for t in self.topic_labels}
+        return [n for n in dict.fromkeys(names) if normalise(n) not in topics and not n.startswith("unnamed entity")]
+
+    def _end_names(self, selected: Sequence[Candidate]) -> list[str]:
         """`answer_choice: ends` (ours): the names shown in the last entity set of each chosen KG
         path (a small model otherwise answers with the middle of a chain: the writer of "the
         actors in the films written by the writer of X"); a path through two or more topic
@@ -127,8 +131,7 @@ class HydraRun(HydraExplorer):
                 names += list(reversed(c.entities))
             else:
                 names += list(dict.fromkeys(self.label(e) for e in group.sets[-1]))[: self.config.max_shown]
-        return [n for n in dict.fromkeys(names)
-                if normalise(n) not in topics and not n.startswith("unnamed entity")][: self.config.max_answer_names]
+        return names
 
 
 def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:

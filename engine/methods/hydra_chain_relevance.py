@@ -42,7 +42,7 @@ class ChainRelevance:
         """Raw chain scores of grouped paths (one per relation sequence)."""
         if not groups:
             return []
-        return self.scorer([Chain(g.topic, tuple(g.relations), [list(s) for s in g.sets]) for g in groups])
+        return self.scorer([Chain(g.topic, g.relations, g.sets) for g in groups])
 
     def of_paths(self, paths: Sequence[GraphPath]) -> list[float]:
         """Raw chain scores of partial paths: the paths of one relation chain share its score, with
