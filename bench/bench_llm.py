@@ -18,7 +18,7 @@ from typing import Any
 from engine.llm.llama_cpp_backend import LlamaCppLLM
 from engine.llm.model_registry import REGISTRY
 from engine.llm.models import expected_sha256, verify_model
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 

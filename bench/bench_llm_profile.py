@@ -51,7 +51,7 @@ from engine.questions.record import Question
 from engine.runs.batch import method_configs, select_questions
 from engine.runs.context import open_context
 from engine.runs.handout import answer_one
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -190,7 +190,7 @@ def run(results_dir: Path, *, questions: int | None = None, methods: list[str] |
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["machine"]["other_processes_busy_cpus"] = round(monitor.others_busy(), 2)
     results_dir.mkdir(parents=True, exist_ok=True)
-    markdown = _markdown(results)  # adds each method's questions per hour
+    markdown = _markdown(results)  # adds each method's questions per hour and LLM / llama.cpp's own s
     (results_dir / "llm_profile.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     results["markdown"] = markdown
     return results
@@ -253,10 +253,11 @@ def _markdown(results: dict[str, Any]) -> str:
     for method, entry in results["methods"].items():
         for path in s["paths"]:
             r = entry[path]
+            r["llm_over_llama_own"] = over_own(r)
             lines.append(
                 f"| {method} | {path} | {r['wall_s']} | {r['llm_s']} | {r['evaluated_prompt_tokens']} "
                 f"| {r['generated_tokens']} | {r['tokens_cost_s']} | {r['llm_over_tokens_cost']}x "
-                f"| {_over_own(r)} | {r['in_call_prompt_tokens_per_s']} | {r['in_call_generated_tokens_per_s']} "
+                f"| {_ratio(r['llm_over_llama_own'])} | {r['in_call_prompt_tokens_per_s']} | {r['in_call_generated_tokens_per_s']} "
                 f"| {r['threads']} | {entry.get('same_replies', '–')} |")
     parts = [*PARTS, "other_llm_layer"]
     lines += ["", "Split of the LLM seconds per question, and the question's other seconds:", "",
@@ -271,12 +272,17 @@ def _markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _over_own(r: dict[str, Any]) -> str:
+def over_own(r: dict[str, Any]) -> float | None:
     """LLM seconds over llama.cpp's own prompt evaluation and generation seconds in the same
     calls: the LLM layer's overhead, whatever speed the machine had during those calls (the
-    tokens' cost prices them at the raw probes' rates instead, which a busy moment skews)."""
+    tokens' cost prices them at the raw probes' rates instead, which a busy moment skews).
+    `_markdown` stores it in each path's summary as `llm_over_llama_own` (docs/benchmarks.md)."""
     own = r["split_s"]["prompt_eval"] + r["split_s"]["generation"]
-    return f"{r['llm_s'] / own:.2f}x" if own else "–"
+    return round(r["llm_s"] / own, 2) if own else None
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}x"
 
 
 def _per_hour(results: dict[str, Any]) -> list[str]:

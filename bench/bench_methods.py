@@ -32,7 +32,7 @@ from engine.questions.record import Question
 from engine.runs.batch import method_configs, select_questions
 from engine.runs.context import open_context
 from engine.runs.handout import answer_one
-from ingest.progress import progress_bar
+from ingest.base.progress import progress_bar
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"

@@ -2,26 +2,43 @@
 the gold answer first, and among the routes shown, on a question sample, without any LLM call.
 
 Usage: python -m bench.chain_rank --index DIR --questions FILE [--sample 50 --seed 0]
-                                  [--set KEY=VALUE ...] [--show-misses N]
+                                  [--set KEY=VALUE ...] [--show-misses N] [--json FILE]
 
 Prints, of the questions whose gold answer any scored chain reaches: the share whose best chain
 (distinct end sets, best first) starts with a gold entity (rank 1), whose gold chain is among the
 `shown_chains` routes (what the choice call can pick), and the rank histogram. Used to tune and
 check the scorer on dev questions before spending LLM time (the README's chains section).
+
+With `--json FILE` the counts are also added to FILE under `seed N` / the set (`metaqa-1-hop`,
+`pq-3h`, `demo`) / the scorer (`SCORERS`: the named variants of bench/chain_rank_md.sh, else the
+settings), which docs/methods/chains.md's table reads (bench/results/chain_rank.json).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# The scorers of bench/chain_rank_md.sh by their settings, and the names the JSON keeps them under.
+SCORERS = {
+    frozenset({"asked_type=0", "word_overlap=0", "relation_cover=0", "relation_order=0"}): "no_terms",
+    frozenset({"relation_cover=0", "relation_order=0"}): "asked_type+word_overlap",
+    frozenset({"relation_order=0", "cover_counts=false"}): "relation_cover",
+    frozenset(): "default",
+}
+RANKS = ("1", "2-5", "6+", "none")
 
-def main(argv: list[str] | None = None) -> int:
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.chain_rank", description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", required=True, type=Path)
     parser.add_argument("--questions", required=True, type=Path)
@@ -30,12 +47,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--show-misses", type=int, default=0, help="print this many questions whose gold chain is not first")
-    args = parser.parse_args(argv)
+    parser.add_argument("--json", type=Path, help="also add the counts to this JSON file (see the module's doc)")
+    return parser
+
+
+def set_name(questions: Path) -> str:
+    """The name a questions file's results are kept under: `metaqa-1-hop`, `pq-3h`, `demo`."""
+    hop = next((part for part in questions.parts if re.fullmatch(r"\d+-hop", part)), None)
+    if hop is not None and any("metaqa" in part.lower() for part in questions.parts):
+        return f"metaqa-{hop}"
+    if questions.stem == "questions":
+        return questions.parent.name
+    return questions.stem.lower()
+
+
+def json_keys(args: argparse.Namespace) -> list[str]:
+    """Where `--json` keeps a run: seed, set, scorer."""
+    scorer = SCORERS.get(frozenset(args.settings), " ".join(args.settings))
+    return [f"seed {args.seed}", set_name(args.questions), scorer]
+
+
+def entry(args: argparse.Namespace, n: int, first: int, shown_gold: int, ranks: Mapping[str, int]) -> dict[str, Any]:
+    """One run's counts as `--json` writes them (what the printed lines say)."""
+    return {"questions_file": str(args.questions), "settings": list(args.settings), "questions": n,
+            "best_first": first, "gold_shown": shown_gold, "rank": {k: ranks.get(k, 0) for k in RANKS}}
+
+
+def add_to_json(path: Path, keys: Sequence[str], value: dict[str, Any]) -> None:
+    """Put `value` at `keys` in the JSON file at `path` (made if missing), keeping the rest."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    node = data
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     from engine.llm.scripted import ScriptedLLM
-    from engine.methods.chains import ChainsRun
-    from engine.methods.labels import display_text
-    from engine.methods.topics import linked_or_searched
+    from engine.methods.chains.method import ChainsRun
+    from engine.methods.shared.labels import display_text
+    from engine.methods.shared.topics import linked_or_searched
     from engine.questions.datasets import read_questions
     from engine.runs.batch import method_configs, select_questions
     from engine.runs.context import open_context
@@ -67,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     print("  rank of the best gold chain: " + ", ".join(f"{k} {ranks[k]}" for k in ("1", "2-5", "6+", "none") if ranks[k]))
     for miss in misses:
         print(miss)
+    if args.json is not None:
+        add_to_json(args.json, json_keys(args), entry(args, n, first, shown_gold, ranks))
     return 0
 
 

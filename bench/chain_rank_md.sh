@@ -2,14 +2,18 @@
 # Regenerates bench/results/CHAIN-RANK.md: the chains scorer's LLM-free ranking (bench.chain_rank)
 # with its terms added one at a time, on samples of 50 dev questions per set and on the demo.
 # 44 runs of about 30 s on a quiet 2-core machine.  Usage: bash bench/chain_rank_md.sh
+# Also writes bench/results/chain_rank.json, the same counts (`bench.chain_rank --json`), which
+# docs/methods/chains.md's table reads.
 set -e
 cd "$(dirname "$0")/.."
 S=../shared/data
 out=bench/results/CHAIN-RANK.md
+json=bench/results/chain_rank.json
+rm -f $json.tmp
 V0="--set asked_type=0 --set word_overlap=0 --set relation_cover=0 --set relation_order=0"
 V1="--set relation_cover=0 --set relation_order=0"
 V2="--set relation_order=0 --set cover_counts=false"
-run() { echo "\$ python -m bench.chain_rank $*"; echo '```'; HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank "$@" 2>/dev/null; echo '```'; echo; }
+run() { echo "\$ python -m bench.chain_rank $*"; echo '```'; HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank "$@" --json $json.tmp 2>/dev/null; echo '```'; echo; }
 sets() {  # $1 seed, then the scorers
   local seed=$1; shift
   for h in 1 2 3; do for v in "$@"; do run --index data/indexes/metaqa --questions $S/metaqa/questions/$h-hop/qa_dev.txt --seed $seed $v; done; done
@@ -27,3 +31,4 @@ echo
 for v in "$V0" "$V1" "$V2" ""; do run --index data/indexes/demo --questions data/demo/questions.jsonl --sample 100 $v; done
 } > $out.tmp
 mv $out.tmp $out
+mv $json.tmp $json

@@ -15,7 +15,10 @@
   calls and seconds with one decimal, tokens and counts as integers; FORMAT overrides);
   `{MIN_ID~MAX_ID}` prints a range `low–high` (one value when both are the same). A cell
   `{@NAME/KEY/KEY...}` (or `{@NAME/KEY...:FORMAT}`) is a value of the benchmark results
-  bench/results/NAME.json, keys separated by `/`, printed as the JSON holds it.
+  bench/results/NAME.json, keys separated by `/` (a list's items by their index), printed as the
+  JSON holds it. Its FORMAT may start with a unit change, `*FACTOR` or `/FACTOR` (a number, or
+  one of KiB, MiB, GiB, kB, MB, GB), then `:` and the format spec: `{@graph/x/extract_s:*1000:.0f}`
+  prints seconds as milliseconds, `{@wikiscale/build/peak_rss_bytes:/GiB:.2f}` bytes as GiB.
 
 `render` is the same function for the tests: tests/test_expected_scores.py checks each row's
 phrase in the page as rendered here, so a number shown only in a generated table is still checked.
@@ -41,6 +44,9 @@ MARKER = re.compile(r"<!--\s*(options|method-table|table)\b:?(.*?)-->", re.DOTAL
 CELL = re.compile(r"\{(?P<id>@[A-Za-z0-9][^{}:~|\n]*|[A-Za-z0-9][\w.+@-]*)(?:~(?P<to>[A-Za-z0-9][\w.+@-]*))?"
                   r"(?::(?P<fmt>[^{}|\n]*))?\}")
 RESULTS = ROOT / "bench" / "results"
+# The unit change that may start a benchmark cell's FORMAT: `*1000:.0f` (seconds -> ms), `/GiB:.2f`.
+UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "kB": 1e3, "MB": 1e6, "GB": 1e9}
+SCALE = re.compile(r"(?P<op>[*/])(?P<factor>KiB|MiB|GiB|kB|MB|GB|\d+(?:\.\d+)?(?:e\d+)?)(?::(?P<spec>.*))?$")
 # Metrics printed as percentages (the eval JSON holds fractions in [0, 1]).
 RATES = {"hits1", "em", "f1", "em_tok", "f1_tok", "paper_em", "cache_hit_rate", "mean_all", "mean_correct"}
 ONE_DECIMAL = {"llm_calls", "llm_seconds"}
@@ -145,6 +151,13 @@ def bench_value(reference: str, fmt: str | None = None) -> str:
             raise DocsTableError(f"<!-- table -->: {path.relative_to(ROOT)} has no {'/'.join(keys)}")
     if isinstance(value, dict | list):
         raise DocsTableError(f"<!-- table -->: {reference} is not a single value")
+    scale = SCALE.match(fmt or "")
+    if scale is not None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DocsTableError(f"<!-- table -->: {reference} is {value!r}, not a number to scale")
+        factor = UNITS.get(scale["factor"]) or float(scale["factor"])
+        value = value * factor if scale["op"] == "*" else value / factor
+        fmt = scale["spec"]
     return format(value, fmt) if fmt else str(value)
 
 

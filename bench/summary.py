@@ -24,7 +24,7 @@ def missing_input(model: str, index: Path, builds_it: str) -> str | None:
     wins, as each bench reported it before."""
     from engine.llm.model_registry import REGISTRY
     from engine.llm.models import verify_model
-    from ingest.errors import ModelError
+    from ingest.base.errors import ModelError
 
     if not (index / "manifest.json").exists():
         return f"{index} is missing: {builds_it}"

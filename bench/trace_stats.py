@@ -3,6 +3,7 @@ batch's records (the README's analysis).
 
 Usage: python -m bench.trace_stats RUN_DIR/tog.jsonl [--by FIELD --questions FILE.jsonl]
        python -m bench.trace_stats RUN_DIR/hydra.jsonl
+       python -m bench.trace_stats RUN_DIR/chains.jsonl [--json FILE [--key A/B]]
 
 Prints, per (stop reason, depth), how many questions and how many of them were right (Hits@1),
 how many questions had a "sufficient" rejected as ungrounded, and with `--by` the Hits@1 per
@@ -21,6 +22,10 @@ For `chains` records (`extra.chains_shown` set) it prints where the gold answer 
 whose first end entity is gold among all chains scored (and its rank), among the routes shown,
 in the route chosen, among the allowed answers (chain ends, window spans), in the windows, in
 the answer; abstentions; and the wrong answers by the last stage that held the gold answer.
+With `--json FILE` these counts (and the `--by` groups) are also added to FILE under `--key`
+(default: the run's two folders, e.g. `chains-count/metaqa-1-hop`); bench/chains_stages_md.sh
+writes bench/results/CHAINS-STAGES.md and, so, bench/results/chains_stages.json, which
+docs/methods/chains.md's stage table reads.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,12 +102,39 @@ def chains_stage_counts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"counts": counts, "lost": lost, "ranks": ranks}
 
 
+CHAINS_STAGES = ("a chain scored", "a route shown", "the route chosen", "the allowed answers", "the windows",
+                 "the answer")
+
+
+def chains_stages_json(found: Mapping[str, Any], by: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`chains_stage_counts` as `--json` keeps it: the questions holding the gold answer per stage,
+    abstentions, the best gold chain's rank, the wrong answers by the last stage that held it."""
+    counts = found["counts"]
+    entry: dict[str, Any] = {
+        "questions": counts["questions"], "held": {key: counts[key] for key in CHAINS_STAGES},
+        "abstained": counts["abstained"], "rank": {k: found["ranks"][k] for k in ("1", "2-5", "6+", "none")},
+        "lost": dict(found["lost"].most_common()),
+    }
+    if by:
+        entry["by"] = dict(by)
+    return entry
+
+
+def add_to_json(path: Path, keys: Sequence[str], value: dict[str, Any]) -> None:
+    """Put `value` at `keys` in the JSON file at `path` (made if missing), keeping the rest."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    node = data
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
 def print_chains_stages(records: Sequence[dict[str, Any]]) -> None:
     found = chains_stage_counts(records)
     counts, n = found["counts"], found["counts"]["questions"]
     print(f"  chains: gold answer held, of {n} questions:")
-    for key in ("a chain scored", "a route shown", "the route chosen", "the allowed answers", "the windows",
-                "the answer"):
+    for key in CHAINS_STAGES:
         print(f"    in {key}: {counts[key]}")
     print(f"  abstained: {counts['abstained']}")
     print("  rank of the best gold chain among all scored: " + ", ".join(f"{k} {v}" for k, v in sorted(found["ranks"].items())))
@@ -115,6 +147,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("records", type=Path)
     parser.add_argument("--by", help="a field of the questions file to group Hits@1 by")
     parser.add_argument("--questions", type=Path, help="the questions file (JSONL) for --by")
+    parser.add_argument("--json", type=Path, help="chains records: also add the stage counts to this JSON file")
+    parser.add_argument("--key", help="where in --json, keys separated by / (default: the run's two folders)")
     args = parser.parse_args(argv)
     records = _records(args.records)
     stops: Counter[tuple[str, int]] = Counter()
@@ -137,6 +171,7 @@ def main(argv: list[str]) -> int:
         for (reason, depth), n in sorted(stops.items()):
             print(f"  stopped {reason} at depth {depth}: {n} ({right[(reason, depth)]} right)")
         print(f"  questions with a 'sufficient' rejected as ungrounded: {ungrounded}")
+    by: dict[str, dict[str, int]] = {}
     if args.by:
         if args.questions is None:
             parser.error("--by needs --questions")
@@ -149,6 +184,12 @@ def main(argv: list[str]) -> int:
             hits[value] += bool((record.get("correct") or {}).get("hits1"))
         for value in sorted(total):
             print(f"  {args.by}={value}: {hits[value]} of {total[value]} right")
+            by[f"{args.by}={value}"] = {"right": hits[value], "questions": total[value]}
+    if args.json is not None:
+        if not chains:
+            parser.error("--json keeps the stage counts of chains records; these are not")
+        key = args.key.split("/") if args.key else [args.records.parent.parent.name, args.records.parent.name]
+        add_to_json(args.json, key, chains_stages_json(chains_stage_counts(records), by))
     return 0
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 
 _TOKENIZER_META = "tokenizer.json"
 SPARSE_ENGINES = ("bm25s", "tantivy")

@@ -61,7 +61,7 @@ from index.kg_stage import KgSource, build_kg, remove_doc_ids
 from index.manifest import read_manifest, write_manifest
 from index.paths import SCHEMA_VERSION, IndexPaths, previous_root
 from index.sigterm import terminate_cleanly
-from ingest.errors import IndexError_, InputError
+from ingest.base.errors import IndexError_, InputError
 from ingest.kg_readers import KgOptions
 from ingest.rejects import RejectLog
 

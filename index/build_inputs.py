@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 from index.kg_stage import KgSource
 from index.manifest import stable_hash
-from ingest.errors import InputError
+from ingest.base.errors import InputError
+from ingest.base.progress import console
 from ingest.freebase import FREEBASE_DROP_PREFIXES
 from ingest.kg_readers import KgOptions
-from ingest.progress import console
 from ingest.sources import fingerprint, same_content
 
 _Options = TypeVar("_Options")

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 
 
 def pid_alive(pid: int) -> bool:

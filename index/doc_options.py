@@ -9,9 +9,9 @@ from pathlib import Path
 
 from index.bm25_index import SPARSE_ENGINES
 from index.vectors import FAISS_KINDS
+from ingest.base.errors import InputError
 from ingest.documents import DOC_FORMATS
 from ingest.documents import detect_doc_format as _detect
-from ingest.errors import InputError
 
 COLLECTIONS = ("wiki", "web", "domain")
 VECTOR_CHUNKS = ("all", "linked")

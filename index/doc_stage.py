@@ -44,10 +44,10 @@ from index.doc_linking import TitleLinker
 from index.doc_options import COLLECTIONS, DocOptions, DocSource, _check_options, detect_doc_format
 from index.kg_stage import ENTITY_SCHEMA
 from index.paths import IndexPaths
+from ingest.base.errors import InputError
 from ingest.doc_records import Document
 from ingest.docs_map import DocsMap
 from ingest.documents import iter_documents
-from ingest.errors import InputError
 from ingest.rejects import Reject, RejectLog
 from ingest.terms import expand_entity_id, local_name, mint_entity
 

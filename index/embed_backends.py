@@ -8,7 +8,7 @@ from typing import Any
 
 from index import embedder as _embedder
 from index.embedder import Embedder
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 # torch: sentence-transformers (fp32); onnx / onnx-int8: ONNX Runtime (index/embed_onnx.py);
 # server: an OpenAI-compatible /v1/embeddings endpoint (index/embed_http.py).

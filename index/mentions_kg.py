@@ -47,8 +47,8 @@ from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from index.kg_stage import write_relation_table
 from index.paths import IndexPaths
-from ingest.errors import InputError
-from ingest.progress import console
+from ingest.base.errors import InputError
+from ingest.base.progress import console
 from ingest.terms import META_GRAPH, RDFS_LABEL, mint_relation
 
 # `--kg-from-docs` values: none, or how titles are matched in the text.

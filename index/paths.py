@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ingest.errors import LocalkgError
+from ingest.base.errors import LocalkgError
 
 SCHEMA_VERSION = 1
 SWAP_WAIT_SECONDS = 30.0

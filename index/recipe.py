@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 # [[kg]] / [[docs]] table keys -> the option each fills (by its parameter name)
 SOURCE_TABLES: dict[str, dict[str, str]] = {

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 
 ENGINE_FILE = "engine.json"  # in bm25/: {"engine": "tantivy", "count": N}; absent for bm25s
 _TOKENIZER = "bm25s_words"

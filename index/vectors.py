@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from index.embedder import Embedder
-from ingest.errors import IndexError_
-from ingest.progress import progress_bar
+from ingest.base.errors import IndexError_
+from ingest.base.progress import progress_bar
 
 FAISS_KINDS = ("auto", "flat", "hnsw", "ivfpq")
 # Texts encoded per call within a shard: progress advances this often (4 of the embedder's

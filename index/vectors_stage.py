@@ -26,7 +26,7 @@ from index.vectors import (
     write_index,
     write_meta,
 )
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 # How many aliases per entity get their own row in the entity-label vector index.
 ALIASES_PER_ENTITY = 3

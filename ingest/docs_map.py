@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 MAP_COLUMNS = ("file", "entity", "title")
 _FRONT_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$")

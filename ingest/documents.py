@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
+from ingest.base.errors import InputError
+from ingest.base.progress import Reporter, progress_bar
 from ingest.doc_records import Document
 from ingest.docs_map import DocsMap, split_front_matter
-from ingest.errors import InputError
-from ingest.progress import Reporter, progress_bar
 from ingest.rejects import Reject, RejectLog
 from ingest.sources import STREAM_ERRORS, check_file, open_input
 from ingest.wikipedia import read_wikiextractor, read_wikipedia_xml

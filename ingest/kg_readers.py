@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 from ingest.freebase import FREEBASE_DROP_PREFIXES, mend_freebase_line
 from ingest.kg_batch import KgBatch
 from ingest.kg_profiles import FreebaseProfile, GenericProfile, WikidataProfile

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 from ingest.kg_batch import KgBatch
 from ingest.kg_profiles import META_PREDICATE_IRIS, GenericProfile, Profile
 from ingest.nt_scan import MetadataRouting, drop_other_languages, scan_ntriples

@@ -10,7 +10,8 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
+from ingest.base.hashing import file_sha256
 
 # Above this size a source is fingerprinted by size + mtime only (hashing a 100 GB dump twice
 # would cost more than the incremental build saves).
@@ -132,10 +133,10 @@ def fingerprint(path: Path) -> dict[str, object]:
         digest = hashlib.sha256()
         for child, st in zip(children, stats, strict=True):
             digest.update(str(child.relative_to(path)).encode())
-            digest.update((_file_digest(child) if by_content else f"{st.st_size}:{st.st_mtime_ns}").encode())
+            digest.update((file_sha256(child) if by_content else f"{st.st_size}:{st.st_mtime_ns}").encode())
         result["sha256" if by_content else "listing"] = digest.hexdigest()
     elif stat.st_size <= HASH_LIMIT_BYTES:
-        result["sha256"] = _file_digest(path)
+        result["sha256"] = file_sha256(path)
     return result
 
 
@@ -146,10 +147,3 @@ def same_content(old: dict[str, object], new: dict[str, object]) -> bool:
             return old[key] == new[key]
     return (old.get("size"), old.get("mtime")) == (new.get("size"), new.get("mtime"))
 
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 from ingest.kg_batch import LABEL, KgBatch
 from ingest.rejects import Reject
 from ingest.sources import check_file, iter_lines

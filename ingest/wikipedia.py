@@ -39,9 +39,9 @@ from mwparserfromhell.nodes import (
     Wikilink,
 )
 
+from ingest.base.errors import InputError
+from ingest.base.progress import Reporter
 from ingest.doc_records import Document
-from ingest.errors import InputError
-from ingest.progress import Reporter
 from ingest.rejects import Reject, RejectLog
 from ingest.sources import STREAM_ERRORS, open_input
 

@@ -18,11 +18,11 @@ import pytest
 
 from index.build import build_index
 from index.doc_options import DocSource
+from ingest.base.errors import InputError
+from ingest.base.progress import NullReporter
 from ingest.doc_records import Document
 from ingest.documents import iter_documents, read_documents
-from ingest.errors import InputError
 from ingest.kg_batch import LABEL
-from ingest.progress import NullReporter
 from ingest.rejects import RejectLog
 from ingest.wikidata_json import read_wikidata_json
 from tests.test_kg_ingest import build, rejects

@@ -24,7 +24,7 @@ from engine.questions.record import Question
 from engine.runs.batch import BatchOptions, run_batch, select_questions
 from engine.runs.handout import BatchError
 from engine.runs.run_folder import read_records, repair_records
-from ingest.errors import InputError, ModelError
+from ingest.base.errors import InputError, ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_MODULE = "fake_methods_for_batch"
@@ -37,7 +37,7 @@ from engine.access.graph import EvidencePath
 from engine.methods.registry import register
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 
 def run(question, ctx, config, method):

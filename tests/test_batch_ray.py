@@ -23,7 +23,7 @@ import pytest
 
 from engine.runs.batch import BatchOptions, run_batch
 from engine.runs.run_folder import read_records
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = "ray_methods_for_tests"

@@ -29,7 +29,7 @@ from engine.runs.handout import BatchError
 from engine.runs.run_folder import read_records, run_status
 from index.build import build_index
 from index.kg_stage import KgSource
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = "recovery_methods_for_tests"
@@ -42,7 +42,7 @@ from pathlib import Path
 from engine.methods.registry import register
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 
 def answer(question, method):

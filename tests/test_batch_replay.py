@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from engine.llm.cache import ResponseCache
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 pytestmark = pytest.mark.slow
 

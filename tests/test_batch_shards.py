@@ -41,7 +41,7 @@ from engine.runs.evaluate import evaluate_run
 from engine.runs.handout import BatchError
 from engine.runs.run_folder import read_records
 from engine.runs.shards import evaluate_paths, evaluate_shards
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = "shard_methods_for_tests"

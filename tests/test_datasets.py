@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.questions.datasets import detect_format, metaqa_relations, read_questions
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_QUESTIONS = REPO / "data" / "demo" / "questions.jsonl"

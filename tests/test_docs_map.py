@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
+from ingest.base.errors import InputError
 from ingest.docs_map import DocsMap, split_front_matter
-from ingest.errors import InputError
 from ingest.terms import mint_entity
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "examples" / "filings"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ingest.base.errors import InputError
+from ingest.base.progress import NullReporter
 from ingest.doc_records import Document
 from ingest.documents import detect_doc_format, read_documents
-from ingest.errors import InputError
-from ingest.progress import NullReporter
 from ingest.rejects import RejectLog
 from ingest.wikipedia import wikitext_to_text
 

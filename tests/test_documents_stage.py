@@ -15,7 +15,7 @@ from engine.access.documents import ParquetDocumentStore
 from index.doc_options import DocOptions, DocSource
 from index.doc_stage import build_documents
 from index.paths import IndexPaths
-from ingest.errors import IndexError_, InputError
+from ingest.base.errors import IndexError_, InputError
 from ingest.rejects import RejectLog
 
 

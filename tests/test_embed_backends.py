@@ -17,7 +17,7 @@ from index.embed_backends import open_embedder
 from index.embed_onnx import FILES, OnnxEmbedder, export_onnx
 from index.embedder import SentenceTransformerEmbedder, default_model_path
 from index.paths import IndexPaths
-from ingest.errors import IndexError_, ModelError
+from ingest.base.errors import IndexError_, ModelError
 
 
 @pytest.fixture(scope="module")

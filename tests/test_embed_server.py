@@ -24,7 +24,7 @@ from engine.access.documents import ParquetDocumentStore
 from index.embed_http import ServerEmbedder, normalise_url
 from index.embed_onnx import OnnxEmbedder
 from index.paths import IndexPaths
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 

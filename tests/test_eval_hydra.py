@@ -1,5 +1,5 @@
 """`eval`'s HydraRAG lines (supporting sources, answering phase, LLM calls by stage) and the
-stage recall of `bench.trace_stats`, on hand-made records laid out as engine/methods/hydra.py
+stage recall of `bench.trace_stats`, on hand-made records laid out as engine/methods/hydra/method.py
 writes them."""
 
 from __future__ import annotations

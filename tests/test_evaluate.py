@@ -13,7 +13,7 @@ from cli import main
 from engine.runs.eval_tables import format_markdown
 from engine.runs.evaluate import evaluate_run
 from engine.runs.method_scores import explored_relations, score_method
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 
 def _record(rid: str, prediction: str, answers: list[str], **kwargs: Any) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from rich.console import Console
 from cli import main
 from engine.llm.cache import ResponseCache
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods import prompts
-from engine.methods.labels import UNNAMED, display_text, entity_text
 from engine.methods.registry import config_hash, default_config
+from engine.methods.shared import prompts
+from engine.methods.shared.labels import UNNAMED, display_text, entity_text
 from engine.questions.record import AnswerRecord, Question
 from engine.questions.render import call_printer, render_record
 from engine.runs.answer import answer_question

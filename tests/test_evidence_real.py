@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from cli import main
 from engine.llm.cache import ResponseCache
 from engine.llm.open import open_llm
-from engine.methods import prompts
+from engine.methods.shared import prompts
 from engine.questions.record import Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context

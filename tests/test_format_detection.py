@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.questions.datasets import detect_format, read_questions
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 BRACKET_FIRST = [
     "[Cristina Flutur] appears in which movies\tBeyond the Hills",

@@ -20,7 +20,7 @@ from engine.llm.cache import cache_key
 from engine.llm.gbnf import gbnf_for_schema
 from engine.llm.grammar_bounds import fit_schema, max_json_bytes
 from engine.llm.protocol import Generation
-from engine.methods import prompts
+from engine.methods.shared import prompts
 
 SCHEMAS = {
     "answer": prompts.ANSWER_SCHEMA,

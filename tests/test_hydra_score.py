@@ -1,4 +1,4 @@
-"""HydraRAG's evidence pruning (engine/methods/hydra_score.py) on hand-made paths and vectors.
+"""HydraRAG's evidence pruning (engine/methods/hydra/score.py) on hand-made paths and vectors.
 
 Every expected value is computed by hand from the formulas of the paper's §4.3 / Algorithm 4.
 Vectors are chosen so that cosines are simple: unit axes (cos 0 or 1) and (0.8, 0.6, 0) style
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from engine.methods.hydra_score import (
+from engine.methods.hydra.score import (
     SCORE_DEFAULTS,
     Candidate,
     ScoreConfig,

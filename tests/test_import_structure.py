@@ -112,12 +112,37 @@ def test_methods_never_import_each_other_nor_concrete_backends() -> None:
     graph = import_graph()
     methods = {module for module in (registry.get(name).run.__module__ for name in registry.names())
                if module.startswith("engine.methods.")}  # not the plugins other tests register
-    assert {"engine.methods.tog", "engine.methods.tog2"} <= methods
+    assert {"engine.methods.tog.method", "engine.methods.tog2.method"} <= methods
     forbidden_prefixes = ("engine.runs", "engine.access.documents", "engine.llm.open", "engine.llm.models")
     for method in methods:
         targets = set(graph.successors(method))
         assert not targets & methods, method
         assert not [t for t in targets if t.startswith(forbidden_prefixes)], method
+
+
+FAMILIES = ("baselines", "tog", "tog2", "hydra", "chains")  # engine/methods/<family>/
+
+
+def family_violations(graph: nx.DiGraph) -> list[tuple[str, str]]:
+    """Edges from one method family's sub-package into another's: what two families share
+    lives in engine/methods/shared."""
+    def family(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 3 and parts[:2] == ["engine", "methods"] and parts[2] in FAMILIES else None
+    return sorted((a, b) for a, b in graph.edges if family(a) and family(b) and family(a) != family(b))
+
+
+def test_method_families_share_only_through_shared() -> None:
+    graph = import_graph()
+    assert {f"engine.methods.{f}.method" for f in ("tog", "tog2", "hydra", "chains")} <= set(graph)
+    assert family_violations(graph) == []
+
+
+def test_the_family_check_can_fail() -> None:
+    graph = nx.DiGraph([("engine.methods.hydra.method", "engine.methods.chains.prompts"),
+                        ("engine.methods.hydra.method", "engine.methods.shared.chain_scoring"),
+                        ("engine.methods.tog2.search", "engine.methods.tog2.prompts")])
+    assert family_violations(graph) == [("engine.methods.hydra.method", "engine.methods.chains.prompts")]
 
 
 PROTOCOL_MODULES = ("engine.llm.protocol", "engine.access.kg_protocol", "engine.access.protocols")
@@ -156,17 +181,41 @@ def test_protocols_and_methods_never_import_a_backend() -> None:
 
 def test_the_backend_check_can_fail() -> None:
     graph = nx.DiGraph([("engine.access.kg_protocol", "engine.access.sparql_endpoint_kg"),
-                        ("engine.methods.tog", "engine.access.open_kg"),
+                        ("engine.methods.tog.method", "engine.access.open_kg"),
                         ("engine.access.open_kg", "engine.access.oxigraph_kg"),
-                        ("engine.methods.prompts", "engine.llm.openai_backend"),
-                        ("engine.methods.rag", "engine.llm.protocol"),
+                        ("engine.methods.shared.prompts", "engine.llm.openai_backend"),
+                        ("engine.methods.baselines.rag", "engine.llm.protocol"),
                         ("engine.llm.llama_cpp_backend", "engine.llm.protocol"),
                         ("engine.runs.context", "engine.llm.llama_cpp_backend")])
     assert backend_violations(graph) == [
         ("engine.access.kg_protocol", "engine.access.sparql_endpoint_kg"),
-        ("engine.methods.prompts", "engine.llm.openai_backend"),
-        ("engine.methods.tog", "engine.access.oxigraph_kg"),
+        ("engine.methods.shared.prompts", "engine.llm.openai_backend"),
+        ("engine.methods.tog.method", "engine.access.oxigraph_kg"),
     ]
+
+
+KERNEL = "ingest.base"  # errors, progress, the user home, file hashing: below every layer
+
+
+def kernel_violations(graph: nx.DiGraph) -> list[tuple[str, str]]:
+    """Edges out of the shared kernel (ingest/base) to any other project module: the kernel sits
+    below ingest's readers too, so every layer can import it."""
+    inside = lambda m: m == KERNEL or m.startswith(KERNEL + ".")  # noqa: E731
+    return sorted((a, b) for a, b in graph.edges if inside(a) and not inside(b))
+
+
+def test_the_shared_kernel_imports_nothing_of_the_project() -> None:
+    graph = import_graph()
+    assert {"ingest.base.errors", "ingest.base.progress", "ingest.base.home", "ingest.base.hashing"} <= set(graph)
+    assert graph.in_degree("ingest.base.errors") > 40  # the whole project's errors come from here
+    assert kernel_violations(graph) == []
+
+
+def test_the_kernel_check_can_fail() -> None:
+    graph = nx.DiGraph([("ingest.base.progress", "ingest.base.errors"), ("ingest.base.home", "engine.llm.models"),
+                        ("ingest.base.errors", "ingest.sources"), ("index.build", "ingest.base.errors")])
+    assert kernel_violations(graph) == [("ingest.base.errors", "ingest.sources"),
+                                        ("ingest.base.home", "engine.llm.models")]
 
 
 def test_the_cycle_check_can_fail(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from index.embedder import model_fingerprint, resolve_model_path
 from index.kg_stage import KgSource
 from index.manifest import read_manifest
 from index.paths import IndexPaths
-from ingest.errors import IndexError_, InputError
+from ingest.base.errors import IndexError_, InputError
 from ingest.freebase import FREEBASE_DROP_PREFIXES
 from ingest.kg_readers import KgOptions
 
@@ -152,7 +152,7 @@ def test_interrupted_swap_is_recovered(tmp_path: Path) -> None:
 
 
 def test_not_an_index_folder_is_refused(tmp_path: Path) -> None:
-    from ingest.errors import IndexError_
+    from ingest.base.errors import IndexError_
 
     out = tmp_path / "ix"
     out.mkdir()

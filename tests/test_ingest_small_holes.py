@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from cli import main
 from index.build import build_index
 from index.kg_stage import KgSource
+from ingest.base.progress import NullReporter
 from ingest.documents import read_documents
-from ingest.progress import NullReporter
 from ingest.rejects import RejectLog
 from ingest.tsv import read_tsv
 

@@ -37,7 +37,7 @@ from index.build import build_index
 from index.entities import EntityTable
 from index.kg_stage import KgSource
 from index.paths import IndexPaths
-from ingest.errors import LocalkgError
+from ingest.base.errors import LocalkgError
 from ingest.terms import local_name, mint_entity, mint_relation
 
 REPO = Path(__file__).resolve().parents[1]

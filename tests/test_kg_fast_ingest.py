@@ -15,7 +15,7 @@ from index.build import build_index
 from index.kg_stage import KgSource
 from index.manifest import read_manifest
 from index.paths import IndexPaths
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 from ingest.nt_scan import MetadataRouting, scan_ntriples
 from ingest.terms import META_GRAPH
 

@@ -14,7 +14,7 @@ from index.build import build_index
 from index.kg_stage import KgSource
 from index.manifest import read_manifest
 from index.paths import IndexPaths
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 from ingest.kg_readers import detect_kg_format
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -30,7 +30,7 @@ from engine.llm.open import open_llm
 from engine.llm.openai_backend import OpenAICompatLLM
 from engine.llm.protocol import LLM, enum_array, parse_reply
 from engine.llm.scripted import ScriptedLLM
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 TINY = REGISTRY["smollm2-135m"]
 

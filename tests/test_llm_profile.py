@@ -19,7 +19,7 @@ from engine.llm.models import model_path
 from engine.llm.protocol import enum_array
 from engine.llm.sampling import GAP, TOP_K, _top_p_settled
 from engine.llm.timings import PARTS, CallTimings
-from engine.methods import prompts
+from engine.methods.shared import prompts
 
 TINY = REGISTRY["smollm2-135m"]
 SYSTEM = {"role": "system", "content": (

@@ -29,7 +29,7 @@ from engine.llm.model_registry import REGISTRY
 from engine.llm.models import model_path
 from engine.llm.open import open_llm
 from engine.llm.openai_backend import OpenAICompatLLM
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 SCHEMA = {
     "type": "object",

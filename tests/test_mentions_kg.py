@@ -29,7 +29,7 @@ from index.kg_stage import KgSource
 from index.manifest import read_manifest
 from index.mentions_kg import MENTIONS, MentionRules, TitleMatcher
 from index.paths import IndexPaths
-from ingest.errors import IndexError_, InputError
+from ingest.base.errors import IndexError_, InputError
 from ingest.terms import mint_entity
 from tests.test_index_build import FakeEmbedder
 

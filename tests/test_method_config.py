@@ -89,8 +89,8 @@ def test_a_run_folder_on_disk_matches(folder: str) -> None:
 
 
 def test_typed_defaults_keep_their_types() -> None:
-    from engine.methods.rag import RagConfig
-    from engine.methods.tog import TOG_DEFAULTS, TogConfig
+    from engine.methods.baselines.rag import RagConfig
+    from engine.methods.tog.method import TOG_DEFAULTS, TogConfig
 
     assert TogConfig.defaults() == TOG_DEFAULTS
     assert [type(v) for v in RagConfig.defaults().values()] == [int, type(None), int, float, int, int, bool]
@@ -128,7 +128,7 @@ def test_checks_name_the_key_and_the_value() -> None:
 
 def test_set_errors_name_the_bad_key_or_value() -> None:
     from engine.runs.batch import method_configs
-    from ingest.errors import InputError
+    from ingest.base.errors import InputError
 
     with pytest.raises(InputError, match="--set: width must be a positive integer, not 0"):
         method_configs(["tog"], ["tog.width=0"])
@@ -157,8 +157,8 @@ def test_listing_and_docs_come_from_the_typed_config() -> None:
 def test_hydra_scoring_defaults_match_score_config() -> None:
     """`hydra_score.SCORE_DEFAULTS` (what `ScoreConfig.from_config` falls back on) and the typed
     hydra config hold the same scoring defaults; hydra-e differs only in its reduced subgraph."""
-    from engine.methods.hydra_config import HydraConfig, HydraEConfig
-    from engine.methods.hydra_score import SCORE_DEFAULTS
+    from engine.methods.hydra.config import HydraConfig, HydraEConfig
+    from engine.methods.hydra.score import SCORE_DEFAULTS
 
     hydra = HydraConfig.defaults()
     assert {k: hydra[k] for k in SCORE_DEFAULTS} == {**SCORE_DEFAULTS, "alpha_k": list(SCORE_DEFAULTS["alpha_k"])}

@@ -10,10 +10,10 @@ import pytest
 
 from engine.access.kg_protocol import Relation
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.common import majority, rank_answers
 from engine.methods.context import Context
-from engine.methods.labels import UNNAMED, entity_text, relation_text, unique_texts
 from engine.methods.registry import config_hash, default_config, names
+from engine.methods.shared.common import majority, rank_answers
+from engine.methods.shared.labels import UNNAMED, entity_text, relation_text, unique_texts
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question as run_question
 from engine.runs.context import open_context

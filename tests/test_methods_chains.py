@@ -18,10 +18,10 @@ import pytest
 
 from engine.access.graph import Subgraph
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.answer_spans import allowed_answers, is_yes_no, spans_of
-from engine.methods.chain_plans import Chain, distinct_best, enumerate_chains, joined_chains
-from engine.methods.chains_prompts import NOT_FOUND
+from engine.methods.chains.prompts import NOT_FOUND
 from engine.methods.registry import resolve_config
+from engine.methods.shared.answer_spans import allowed_answers, is_yes_no, spans_of
+from engine.methods.shared.chain_plans import Chain, distinct_best, enumerate_chains, joined_chains
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context

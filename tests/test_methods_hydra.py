@@ -20,7 +20,7 @@ from engine.access.documents import ChunkRecord, ParquetDocumentStore, SearchHit
 from engine.access.graph import Subgraph
 from engine.access.retrieval import DenseScorer
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.hydra_docs import (
+from engine.methods.hydra.docs import (
     Sentence,
     entity_sentences,
     path_entities,
@@ -28,7 +28,7 @@ from engine.methods.hydra_docs import (
     top_sentences,
     web_sentences,
 )
-from engine.methods.hydra_paths import (
+from engine.methods.hydra.paths import (
     one_relation_per_edge,
     skyline_chain,
     skyline_depth,

@@ -18,8 +18,8 @@ from engine.access.oxigraph_kg import OxigraphKG
 from engine.access.relations import RelationTable
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.methods.context import Context
-from engine.methods.labels import entity_text, relation_text
 from engine.methods.registry import default_config
+from engine.methods.shared.labels import entity_text, relation_text
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question as run_question
 from engine.runs.context import open_context
@@ -27,7 +27,7 @@ from index.build import build_index
 from index.entities import EntityTable
 from index.kg_stage import KgSource
 from index.paths import IndexPaths
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 PQ_QUESTION = Question("pq1", "the place of birth of sylvia_brett 's other half 's father ?",
                        ["burnham-on-sea"], ["sylvia_brett"])
@@ -313,7 +313,7 @@ def test_prune_order_kg_by_default_similarity_on_request(pq_index: Path) -> None
     copy the top of a list); past the cap the most similar are kept either way."""
     import numpy as np
 
-    from engine.methods.common import question_text
+    from engine.methods.shared.common import question_text
 
     plain = ScriptedLLM(script())
     kg_ctx = _context(pq_index, plain)
@@ -345,7 +345,7 @@ def test_follow_back_offers_the_way_back_when_it_leads_somewhere_new(metaqa_inde
     """Film -> starred actors -> actor: with follow_back, "starred actors (reverse)" reaches the
     actor's other films (MetaQA's 3-hop chains); a relation that only leads back is not offered."""
     from engine.access.graph import GraphPath, Hop
-    from engine.methods.tog import _Run
+    from engine.methods.tog.method import _Run
 
     ctx = _context(metaqa_index, ScriptedLLM(script()))
     film, actor = _entity(metaqa_index, "Once Were Warriors"), _entity(metaqa_index, "Temuera Morrison")

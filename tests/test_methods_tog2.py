@@ -18,10 +18,10 @@ import pytest
 from engine.access.documents import ChunkRecord, ParquetDocumentStore
 from engine.access.retrieval import DenseScorer
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods import tog2_prompts as p2
 from engine.methods.registry import default_config, resolve_config
-from engine.methods.tog2_context import Candidate, ContextRetriever
-from engine.methods.tog2_score import entity_scores, kept_relations, triple_sentence
+from engine.methods.tog2 import prompts as p2
+from engine.methods.tog2.context import Candidate, ContextRetriever
+from engine.methods.tog2.score import entity_scores, kept_relations, triple_sentence
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
@@ -353,7 +353,7 @@ def test_config_checks_and_defaults() -> None:
 
 
 def test_tog2_imports_no_other_method() -> None:
-    others = {"engine.methods.io_cot", "engine.methods.sc", "engine.methods.rag", "engine.methods.tog"}
+    others = {"engine.methods.baselines.io_cot", "engine.methods.baselines.sc", "engine.methods.baselines.rag", "engine.methods.tog.method"}
     for name in ("tog2", "tog2_config", "tog2_context", "tog2_prompts", "tog2_score", "tog2_search", "tog2_state"):
         tree = ast.parse((REPO / "engine" / "methods" / f"{name}.py").read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}

@@ -32,7 +32,7 @@ from engine.runs.batch import BatchOptions, run_batch
 from engine.runs.handout import BatchError
 from index.build import build_index
 from index.kg_stage import KgSource
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = "fake_methods_for_model_digest"
@@ -115,7 +115,7 @@ def test_run_json_records_the_sha256_of_a_model_given_by_path(model_file: Path, 
     assert model["size"] == model_file.stat().st_size
     # a resume: the same file identity is not hashed (nor tensor-checked) again
     _interrupt(run_dir)
-    monkeypatch.setattr(model_checksums, "sha256_file", lambda *a, **k: pytest.fail("hashed again"))
+    monkeypatch.setattr(model_checksums.hashing, "file_sha256", lambda *a, **k: pytest.fail("hashed again"))
     monkeypatch.setattr(models, "check_tensor_data", lambda *a, **k: pytest.fail("checked again"))
     report = run_batch(_batch(small_index, run_dir, model_file))
     assert (report.already_done, report.ran) == (1, 2)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from engine.llm import model_checksums, models
-from engine.llm.home_folders import models_dir
 from engine.llm.model_registry import REGISTRY, ModelSpec, Part
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
+from ingest.base.home import models_dir
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_an_unchanged_file_is_hashed_once(model_copy: tuple[ModelSpec, Path], mo
     spec, path = model_copy
     models.resolve_local(spec.name)
     hashed: list[Path] = []
-    monkeypatch.setattr(model_checksums, "sha256_file", lambda p, reporter=None: hashed.append(p) or "x")
+    monkeypatch.setattr(model_checksums.hashing, "file_sha256", lambda p, reporter=None: hashed.append(p) or "x")
     models.resolve_local(spec.name)  # same identity: the remembered check holds
     assert hashed == []
     copy = path.with_name("moved.gguf")

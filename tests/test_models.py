@@ -18,9 +18,9 @@ from click.testing import CliRunner
 import cli
 from engine.llm import models
 from engine.llm.gguf_header import read_gguf_header
-from engine.llm.home_folders import models_dir
 from engine.llm.model_registry import DEFAULT_MODEL, REGISTRY, ModelSpec, Part
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
+from ingest.base.home import models_dir
 
 
 @pytest.fixture(autouse=True)

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from engine.methods.prompts import example_answers, is_prompt_example
+from engine.methods.shared.prompts import example_answers, is_prompt_example
 
 REPO = Path(__file__).resolve().parents[1]
 METHODS = REPO / "engine" / "methods"
-PROMPT_MODULES = sorted(p.stem for p in METHODS.glob("*prompts*.py"))
+PROMPT_MODULES = sorted(".".join(p.relative_to(METHODS).with_suffix("").parts) for p in METHODS.rglob("*prompts*.py"))
 ANSWER_KEYS = ("answer", "entities")  # reply fields that name an answer (or an entity chosen as one)
 
 
@@ -182,7 +182,7 @@ def test_the_extraction_sees_a_real_example_answer() -> None:
 def test_user_messages_carry_only_their_inputs() -> None:
     """Every user message builder runs, and none adds an example of its own."""
     built = user_prompts()
-    assert len(built) >= 16 and "engine.methods.hydra_prompts.answer_user" in built
+    assert len(built) >= 16 and "engine.methods.hydra.prompts.answer_user" in built
     for key, text in built.items():
         assert isinstance(text, str) and "input " in text, key
         assert not [n for n in example_answers() if n in text], key
@@ -190,8 +190,10 @@ def test_user_messages_carry_only_their_inputs() -> None:
 
 def test_no_other_method_module_holds_a_prompt() -> None:
     """Prompts live in the prompt modules only, where the checks above see them."""
-    for path in sorted(METHODS.glob("*.py")):
-        if path.stem in PROMPT_MODULES:
+    paths = sorted(METHODS.rglob("*.py"))
+    assert len(paths) > 40  # the walk reaches the families' sub-packages
+    for path in paths:
+        if ".".join(path.relative_to(METHODS).with_suffix("").parts) in PROMPT_MODULES:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

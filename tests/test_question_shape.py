@@ -1,4 +1,4 @@
-"""What a question asks for (`engine/methods/question_shape.py`) and the `chains` scorer terms
+"""What a question asks for (`engine/methods/shared/question_shape.py`) and the `chains` scorer terms
 that read it: the end set's kind (`asked_type`) and the question's own relation words
 (`word_overlap`), on hand-made graphs with the lexical scorer (no model)."""
 
@@ -8,10 +8,10 @@ import networkx as nx
 import pytest
 
 from engine.access.graph import Subgraph
-from engine.methods.chain_plans import enumerate_chains
-from engine.methods.chain_scoring import ChainScorer, ScoreWeights
-from engine.methods.question_shape import asked_for
-from engine.methods.word_forms import same_word, word_form, word_list, word_stems
+from engine.methods.shared.chain_plans import enumerate_chains
+from engine.methods.shared.chain_scoring import ChainScorer, ScoreWeights
+from engine.methods.shared.question_shape import asked_for
+from engine.methods.shared.word_forms import same_word, word_form, word_list, word_stems
 
 
 @pytest.mark.parametrize(("question", "asked"), [

@@ -35,7 +35,7 @@ from engine.questions.record import Question
 from engine.questions.text import Repairs, repair_argument, repair_text
 from engine.runs.batch import BatchOptions, run_batch
 from engine.runs.run_folder import RecordWriter, read_records
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = "fake_methods_for_text_faults"

@@ -18,7 +18,7 @@ from index.build import build_index
 from index.kg_stage import KgSource
 from index.manifest import read_manifest
 from index.paths import IndexPaths
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 from ingest.tsv import looks_like_header
 
 WDT = "http://www.wikidata.org/prop/direct/"
@@ -230,7 +230,7 @@ def test_header_names_are_recognised() -> None:
 
 
 def test_plain_progress_lines_when_not_a_terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from ingest.progress import progress_bar
+    from ingest.base.progress import progress_bar
 
     monkeypatch.setenv("LOCALKG_PROGRESS_SECONDS", "0.01")
     with progress_bar("embedding chunks", 300, "items") as bar:

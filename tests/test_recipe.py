@@ -18,7 +18,7 @@ import index.embedder
 from cli import main
 from index.embedder import model_fingerprint, resolve_model_path
 from index.recipe import OptionShape, read_recipe
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_RECIPE = REPO / "data" / "demo" / "index.toml"

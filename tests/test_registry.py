@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from engine.methods import registry
 from engine.methods.spec import MethodSpec, booleans, numbers, one_of, positive_ints
-from engine.methods.tog import TOG_DEFAULTS
-from ingest.errors import InputError
+from engine.methods.tog.method import TOG_DEFAULTS
+from ingest.base.errors import InputError
 
 
 def test_builtins_are_registered_with_their_papers_defaults() -> None:
@@ -72,7 +72,7 @@ def test_a_plugin_registers_a_method(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "echo_plugin_for_tests.py").write_text(
         "from engine.methods.registry import register\n"
         "from engine.methods.spec import MethodSpec, positive_ints\n"
-        "from engine.methods.common import new_record\n"
+        "from engine.methods.shared.common import new_record\n"
         "def run(question, ctx, config):\n"
         "    record = new_record(question, 'echo')\n"
         "    record.prediction = question.question[: config['chars']]\n"

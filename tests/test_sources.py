@@ -25,7 +25,7 @@ def test_large_folder_is_fingerprinted_by_listing_not_read(tmp_path: Path, monke
     (tmp_path / "a.md").write_text("one")
     (tmp_path / "b.md").write_text("two")
     read: list[Path] = []
-    monkeypatch.setattr(sources, "_file_digest", lambda p: read.append(p) or "x")
+    monkeypatch.setattr(sources, "file_sha256", lambda p: read.append(p) or "x")
     first = fingerprint(tmp_path)
     assert "listing" in first and "sha256" not in first and not read
     assert same_content(first, fingerprint(tmp_path))

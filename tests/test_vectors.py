@@ -29,7 +29,7 @@ from index.embedder import (
 from index.paths import IndexPaths
 from index.vectors import choose_kind
 from index.vectors_stage import build_vectors
-from ingest.errors import IndexError_, ModelError
+from ingest.base.errors import IndexError_, ModelError
 from ingest.rejects import RejectLog
 
 REPO = Path(__file__).resolve().parents[1]

@@ -91,7 +91,7 @@ def project_copy(dest: Path) -> Path:
         shutil.copy2(REPO / name, dest / name)
     for module in tool.get("py-modules", []):
         shutil.copy2(REPO / f"{module}.py", dest / f"{module}.py")
-    for top in sorted({p.split(".")[0] for p in tool.get("packages", [])}):
+    for top in sorted({p.split(".")[0] for p in tool["packages"]["find"]["include"]}):
         shutil.copytree(REPO / top, dest / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest
 

@@ -28,8 +28,8 @@ from index.doc_stage import build_documents
 from index.manifest import read_manifest
 from index.paths import IndexPaths
 from index.vectors_stage import CHUNK_ROWS_FILE
-from ingest.errors import IndexError_
-from ingest.progress import NullReporter
+from ingest.base.errors import IndexError_
+from ingest.base.progress import NullReporter
 from ingest.rejects import RejectLog
 from ingest.wikipedia import read_wikipedia_xml
 from tests.test_index_build import FakeEmbedder

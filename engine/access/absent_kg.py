@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from engine.access.kg_protocol import Direction, Directions, Edges, Relation
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 
 
 class AbsentKG:

@@ -24,7 +24,7 @@ import numpy as np
 from index.embed_backends import open_embedder
 from index.embedder import PROBE_MIN_COSINE, Embedder, probe_cosine
 from index.paths import SWAP_WAIT_SECONDS, IndexPaths, generation, open_index
-from ingest.errors import IndexError_, ModelError
+from ingest.base.errors import IndexError_, ModelError
 
 # Inside a collection of at most this many chunks, dense search is exact over the stored vectors.
 EXACT_RANGE_MAX = 50_000

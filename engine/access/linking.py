@@ -37,7 +37,7 @@ from engine.access.name_search import FUZZY_MAX_EDITS, FuzzyNames, LabelIndex
 from index.embedder import Embedder
 from index.entities import EntityTable, normalise
 from index.paths import IndexPaths
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 from ingest.terms import expand_entity_id
 
 # How much a kind of name match is worth.

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from index.paths import IndexPaths
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 
 RERANK_FACTOR = 8  # IVF-PQ label search: candidates fetched per wanted result, then re-ranked
 # Misspelt names: at most this many character edits (a letter dropped, added, replaced, or two

@@ -8,7 +8,7 @@ from engine.access.kg_protocol import KnowledgeGraph
 from engine.access.oxigraph_kg import OxigraphKG
 from engine.access.sparql_endpoint_kg import SparqlEndpointKG
 from index.paths import IndexPaths
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 
 
 def open_kg(index: Path | None = None, endpoint: str | None = None) -> KnowledgeGraph:

@@ -19,7 +19,7 @@ from engine.access.kg_protocol import (
 from engine.access.sparql_guard import check_local_query
 from index.manifest import read_manifest
 from index.paths import IndexPaths, open_index
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 from ingest.terms import META_GRAPH, RDFS_LABEL
 
 

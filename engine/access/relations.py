@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from index.entities import normalise
 from index.manifest import read_manifest
 from index.paths import IndexPaths
-from ingest.errors import IndexError_
+from ingest.base.errors import IndexError_
 from ingest.terms import local_name
 
 

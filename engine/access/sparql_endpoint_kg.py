@@ -23,7 +23,7 @@ from engine.access.kg_protocol import (
     stable_sample,
 )
 from engine.access.sparql_guard import check_local_query
-from ingest.errors import InputError, LocalkgError
+from ingest.base.errors import InputError, LocalkgError
 from ingest.terms import META_GRAPH, RDFS_LABEL
 
 TAIL_FETCH_LIMIT = 10_000

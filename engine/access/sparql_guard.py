@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from engine.access.sparql_lexer import Lexed, lex
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 MAX_QUERY_CHARS = 20_000
 """Longer texts are refused: rdflib takes seconds on 20,000 characters of arithmetic (4-10 s

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.access.sparql_guard import RefusedQuery, check_local_query
-from ingest.errors import IndexError_, InputError, LocalkgError
+from ingest.base.errors import IndexError_, InputError, LocalkgError
 
 DEFAULT_TIMEOUT_S = 30.0
 _ROOT = Path(__file__).resolve().parents[2]

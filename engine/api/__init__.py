@@ -34,7 +34,7 @@ from engine.api.options import OptionError, method_options
 from engine.api.runs import batch, check_scores, evaluate, format_evaluation, report, show
 from engine.api.terminal import call_printer, print_answer, repair_argument
 from index.recipe import OptionShape, Recipe, read_recipe
-from ingest.errors import IndexError_, InputError, LocalkgError, ModelError
+from ingest.base.errors import IndexError_, InputError, LocalkgError, ModelError
 
 __all__ = [
     "FREEBASE_DROP_PREFIXES",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 from ingest.freebase import FREEBASE_DROP_PREFIXES
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.errors import LocalkgError
+from ingest.base.errors import LocalkgError
 
 # The status names RocksDB puts in front of its errors (pyoxigraph raises them as RuntimeError
 # or OSError): a damaged or unreadable KG store, never a bug of ours.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.api.answers import Answer
 from engine.api.options import method_options
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 if TYPE_CHECKING:
     from engine.access.sparql_sandbox import QueryAnswer

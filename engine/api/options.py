@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 
 class OptionError(InputError, ValueError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.llm.home_folders import localkg_home
+from ingest.base.home import localkg_home
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 GGUF_MAGIC = b"GGUF"
 

@@ -18,7 +18,7 @@ from engine.llm.protocol import CallFailed, Generation, Message
 from engine.llm.threads import ThreadPolicy, thread_override
 from engine.llm.threads import default_threads as policy_threads
 from engine.llm.timings import CallTimings
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 _CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"

@@ -11,21 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.llm.gguf_header import check_gguf
-from engine.llm.home_folders import models_dir
-from ingest.errors import ModelError
-from ingest.progress import progress_bar
+from ingest.base import hashing
+from ingest.base.errors import ModelError
+from ingest.base.home import models_dir
+from ingest.base.progress import progress_bar
 
 _CHUNK = 8 * 1024 * 1024
 
-
-def sha256_file(path: Path, reporter: Any = None) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-            if reporter is not None:
-                reporter.advance(len(chunk))
-    return digest.hexdigest()
 
 
 def _record_path(path: Path) -> Path:
@@ -104,7 +96,7 @@ def file_sha256(path: Path, *, repair: str, force: bool = False) -> str:
         return known
     check_gguf(path, repair)
     with progress_bar(f"checking {path.name}", path.stat().st_size, unit="bytes") as bar:
-        sha = sha256_file(path, bar)
+        sha = hashing.file_sha256(path, bar)
     _check_silent_change(path, sha, repair)
     _remember(path, sha)
     return sha

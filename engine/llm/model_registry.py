@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 

@@ -52,19 +52,19 @@ from pathlib import Path
 from typing import Any
 
 from engine.llm.gguf_header import check_gguf
-from engine.llm.home_folders import models_dir
 from engine.llm.model_checksums import (
     _CHUNK,
     _read_record,
     _remember,
     _remembered,
     file_sha256,
-    sha256_file,
 )
 from engine.llm.model_registry import DEFAULT_MODEL, REGISTRY, ModelSpec, Part, get_spec
 from engine.llm.tensor_check import check_tensor_data
-from ingest.errors import ModelError
-from ingest.progress import progress_bar
+from ingest.base import hashing
+from ingest.base.errors import ModelError
+from ingest.base.home import models_dir
+from ingest.base.progress import progress_bar
 
 
 def _install_hint(name: str) -> str:
@@ -356,7 +356,7 @@ def verify_given(model: str, sha256: str | None = None) -> Verified:
     against, expected = _reference(path, wanted, recorded if isinstance(recorded, str) else None)
     check_gguf(path, repair)
     with progress_bar(f"checking {path.name}", path.stat().st_size, unit="bytes") as bar:
-        sha = sha256_file(path, bar)
+        sha = hashing.file_sha256(path, bar)
     if expected is not None and sha != expected:
         raise ModelError(f"model file {path} does not match {against}: sha256 {sha}, expected {expected}; {repair}")
     tensors = check_tensor_data(path, repair)

@@ -12,7 +12,7 @@ from engine.llm.models import resolve_local
 from engine.llm.openai_backend import OpenAICompatLLM
 from engine.llm.protocol import ChatResult, Message, schema_validator
 from engine.llm.scripted import ScriptedLLM
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 
 def open_llm(spec: str | None = None, *, cache: bool | ResponseCache = True,

@@ -11,7 +11,7 @@ from typing import Any
 from engine.llm.base import BaseLLM
 from engine.llm.cache import ResponseCache
 from engine.llm.protocol import CallFailed, Generation, Message
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 
 class OpenAICompatLLM(BaseLLM):

@@ -23,7 +23,7 @@ from typing import Any
 from engine.llm.base import BaseLLM
 from engine.llm.cache import ResponseCache
 from engine.llm.protocol import Generation, Message
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ingest.errors import ModelError
+from ingest.base.errors import ModelError
 
 
 def check_tensor_data(path: Path, repair: str) -> bool:

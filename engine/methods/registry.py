@@ -17,9 +17,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.methods import chains, hydra, io_cot, rag, sc, tog, tog2
+from engine.methods.baselines import io_cot, rag, sc
+from engine.methods.chains import method as chains
+from engine.methods.hydra import method as hydra
 from engine.methods.spec import MethodSpec
-from ingest.errors import InputError
+from engine.methods.tog import method as tog
+from engine.methods.tog2 import method as tog2
+from ingest.base.errors import InputError
 
 _REGISTRY: dict[str, MethodSpec] = {}
 

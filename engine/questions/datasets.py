@@ -43,8 +43,8 @@ from typing import Any
 
 from engine.questions.record import Question
 from engine.questions.text import Repairs, decode_lines, repair_strings, repair_text
-from ingest.errors import InputError
-from ingest.progress import console
+from ingest.base.errors import InputError
+from ingest.base.progress import console
 
 FORMATS = ("metaqa", "pathquestion", "json", "jsonl")
 

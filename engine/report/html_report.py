@@ -29,8 +29,8 @@ from engine.report.loading import RunSource, method_records, method_transcripts,
 from engine.report.page_script import JS
 from engine.report.page_style import CSS
 from engine.report.stage_recall import HYDRA_STAGES, is_hydra, stage_recall
-from ingest.errors import InputError
-from ingest.progress import progress_bar
+from ingest.base.errors import InputError
+from ingest.base.progress import progress_bar
 
 BLOCK_SIZE = 100
 GROUP_FIELDS_SHOWN = ("hops", "kind", "needs", "type", "level")

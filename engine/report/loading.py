@@ -18,7 +18,7 @@ from engine.runs.evaluate import evaluate_run, question_groups
 from engine.runs.run_folder import read_records, read_run, record_path
 from engine.runs.shards import evaluate_shards, shard_folders_under, shard_run
 from engine.runs.transcripts import read_transcripts
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 
 @dataclass

@@ -3,7 +3,7 @@ still held along the pipeline (question subgraph, BFS paths, relevance pruning W
 pruning W2, the LLM's selection W_max, the final answer). Used by `bench.trace_stats` and the
 HTML run report's funnel plot.
 
-The trace layout read here is the one `engine/methods/hydra.py` writes:
+The trace layout read here is the one `engine/methods/hydra/method.py` writes:
 - `extra.subgraph`: the question subgraph's summary, with `gold` (the gold answers among its
   entity names);
 - `extra.trace`: one step per phase run, `{"phase": "initial" | "refined" | "predicted" |

@@ -22,7 +22,7 @@ from rich.tree import Tree
 from engine.questions.answer_match import score_record
 from engine.report.evidence import record_evidence, source_and_model_text
 from engine.report.loading import method_records, method_transcripts, open_runs
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 COLOURS = {"kg": "blue", "wiki": "green", "web": "dark_orange", "domain": "magenta"}
 MODEL_TEXT_LABEL = "model's rewording"  # text the model wrote about a source, not the source's words

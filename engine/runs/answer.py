@@ -20,12 +20,12 @@ from typing import Any
 
 from engine.llm.protocol import CallRecord
 from engine.methods import registry
-from engine.methods.common import new_record
 from engine.methods.context import Context
-from engine.methods.prompts import is_prompt_example
+from engine.methods.shared.common import new_record
+from engine.methods.shared.prompts import is_prompt_example
 from engine.questions.answer_match import score_record
 from engine.questions.record import AnswerRecord, Question
-from ingest.errors import IndexError_, ModelError
+from ingest.base.errors import IndexError_, ModelError
 
 # Not question-level failures: a batch stops on them (and resumes once they are fixed). Inside a
 # method only a ModelError is; an index without what the method needs is that question's error.

@@ -72,7 +72,8 @@ from engine.runs.run_folder import (
     write_run,
 )
 from engine.runs.transcripts import TRANSCRIPT_FIELD, TranscriptWriter
-from ingest.errors import InputError
+from ingest.base.errors import InputError
+from ingest.base.hashing import file_sha256
 
 # ---- options and results -------------------------------------------------------------------
 
@@ -214,13 +215,6 @@ def selection_digest(ids: list[str]) -> str:
 # ---- the run's identity --------------------------------------------------------------------
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def versions() -> dict[str, str]:
     """Python and the versions of the packages that shape results."""
@@ -240,7 +234,7 @@ def versions() -> dict[str, str]:
 
 def run_batch(options: BatchOptions, progress: Callable[..., Any] | None = None) -> BatchReport:
     """Answer every selected question with every method; resume what a previous run left."""
-    from ingest.progress import progress_bar
+    from ingest.base.progress import progress_bar
 
     progress = progress or progress_bar
     registry.load_plugins(options.plugins)

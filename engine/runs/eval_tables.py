@@ -10,7 +10,7 @@ from typing import Any
 
 from engine.runs.method_scores import support_label
 from engine.runs.run_folder import read_run
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 
 def _pct(value: float | None) -> str:

@@ -22,7 +22,7 @@ from engine.runs.run_folder import (
     run_status,
     write_eval,
 )
-from ingest.errors import InputError
+from ingest.base.errors import InputError
 
 GROUP_FIELDS = ("needs", "hops", "kind", "type", "level")
 

@@ -58,7 +58,7 @@ from typing import Any, TextIO
 
 from engine.runs.evaluate import evaluate_run
 from engine.runs.method_scores import MethodScores
-from ingest.errors import LocalkgError
+from ingest.base.errors import LocalkgError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_FILE = ROOT / "bench" / "expected_scores.json"

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.methods import registry
-from engine.methods.common import new_record
 from engine.methods.context import Context
+from engine.methods.shared.common import new_record
 from engine.questions.record import Question
 from engine.runs.answer import answer_question, stamp_gold
-from ingest.errors import LocalkgError
-from ingest.progress import console
+from ingest.base.errors import LocalkgError
+from ingest.base.progress import console
 
 # Where a finished record goes: (method, record) -> appended to RUN/<method>.jsonl by the writer.
 Sink = Callable[[str, dict[str, Any]], None]

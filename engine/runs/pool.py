@@ -24,7 +24,7 @@ from engine.questions.record import Question
 from engine.runs.answer import FATAL_ERRORS
 from engine.runs.context import open_context
 from engine.runs.handout import BatchError, DeathRule, Sink, WorkerSetup, answer_one
-from ingest.errors import IndexError_, ModelError
+from ingest.base.errors import IndexError_, ModelError
 
 Pending = list[tuple[str, Question]]
 

@@ -34,7 +34,7 @@ from engine.questions.record import Question
 from engine.runs.answer import FATAL_ERRORS
 from engine.runs.context import open_context
 from engine.runs.handout import BatchError, DeathRule, Sink, WorkerSetup, answer_one
-from ingest.errors import IndexError_, InputError, ModelError
+from ingest.base.errors import IndexError_, InputError, ModelError
 
 # A local cluster only carries records between processes: a small object store is plenty, and
 # it keeps Ray from claiming a third of the machine's memory.

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.runs.handout import BatchError
 from engine.runs.run_folder import move_aside, record_path, utc_now, write_run
-from ingest.progress import console
+from ingest.base.progress import console
 
 
 def identity_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], dict[str, str]]:

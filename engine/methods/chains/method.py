@@ -1,0 +1,397 @@
+"""`chains`: a method built for small local models (ours, not a paper's): plan once, the graph
+executes, read once.
+
+Small models (0.5B-8B) fail at step-by-step agentic exploration and do well when retrieval and
+scoring without the LLM do the exploring and the model is asked once to choose among a few
+complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
+
+1. Topic entities: linking (a dataset's pre-linked ids first), else the entities of the
+   question's best passages (as `tog2` / `hydra` do on a corpus whose KG is its titles).
+2. Chains, no LLM: the question subgraph (`subgraph_within`, `max_hops` hops); every relation
+   chain of 1..`max_hops` steps leaving each topic entity, both directions, walked over entity
+   sets (`chain_plans.enumerate_chains`, a beam of the best `beam` per level); with two topic
+   entities, also the pairs of chains whose end sets meet. Each chain's relation words are
+   scored against the question with the index's embedding model (cosine; `scorer=dense`) or by
+   word overlap (`scorer=lexical`), and the best `shown_chains` with distinct end sets are kept.
+3. The choice: by default the scorer's best route (`choose=top`, no call: with the 0.5B model a
+   choice call picked the right route less often than the scorer ranked it first, docs/methods/
+   chains.md). `choose=llm`: one choice call, the chains as readable routes ("Kill Bill -written
+   by-> Quentin Tarantino -written by (reverse)-> Pulp Fiction, … -directed by-> …"), under an enum
+   of route ids or "none"; skipped when one chain is left.
+4. The graph executes the chosen chain: its end entities are the candidates.
+5. Evidence from documents (when the index has them): sentence windows of the candidates' and
+   the topic entities' documents and of the question's own best passages (dense search, BM25
+   without vectors), ranked against the question at query time; the best `windows` are shown.
+6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
+   candidate names, answer-shaped spans of the shown windows (`answer_spans`), yes/no for a
+   yes/no question, and, only when no route was chosen, "not found" (an abstention, counted;
+   `abstain=false`: never offered). A chosen route is the model's own judgement that the
+   evidence answers the question (it could have said "none"): a 0.5B model then said "not
+   found" beside a route that listed the answer, so the answer call keeps to the evidence.
+
+LLM calls: 0-1 answer by default; with `choose=llm`, 0-1 choice + 0-1 answer (none when nothing
+was found): at most 2 per question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.access.graph import EvidencePath, Subgraph, subgraph_within
+from engine.access.retrieval import sentence_windows, shared_scorer
+from engine.methods.chains import prompts as cp
+from engine.methods.method_config import MethodConfig, option
+from engine.methods.shared.answer_spans import allowed_answers
+from engine.methods.shared.chain_plans import (
+    Chain,
+    distinct_best,
+    enumerate_chains,
+    joined_chains,
+    step_text,
+)
+from engine.methods.shared.chain_scoring import (
+    DEFAULT_WEIGHTS,
+    ChainScorer,
+    ScoreWeights,
+    masked_question,
+)
+from engine.methods.shared.common import (
+    abstain,
+    ask,
+    gold_held,
+    new_record,
+    optional_docs,
+    optional_embedder,
+    question_text,
+    rank_answers,
+    timed,
+)
+from engine.methods.shared.labels import display_text, entity_text
+from engine.methods.shared.topics import linked_or_searched
+from engine.methods.spec import MethodSpec
+from engine.questions.record import AnswerRecord, Question
+from ingest.base.errors import LocalkgError
+
+if TYPE_CHECKING:
+    from engine.access.protocols import DocumentStore
+    from engine.methods.context import Context
+
+CHOOSERS = ("llm", "top", "answer")
+SCORERS = ("dense", "lexical")
+_SOURCES = ("wiki", "web", "domain")
+
+_W = {"low": 0.0, "high": 2.0}  # the scorer's weights
+_D = DEFAULT_WEIGHTS  # their defaults (`chain_scoring`: `hydra`'s `path_relevance=chains` reads them too)
+
+
+@dataclass(frozen=True)
+class ChainsConfig(MethodConfig):
+    """`chains` (ours): the chain search, the scorer's weights, the choice, the windows, the answer."""
+
+    max_hops: int = option(3, "longest chain (D_max)", low=1)
+    max_topic_entities: int = option(2, "topic entities to start from", low=1)
+    topic_search: int = option(5, "nothing linked: entities of the question's best passages (0: off)", low=0)
+    max_degree: int = option(500, "subgraph: facts read per node and direction", low=1)
+    max_nodes: int = option(20_000, "subgraph: node budget", low=1)
+    beam: int = option(40, "chains kept per level to extend further", low=1)
+    scorer: str = option("dense", "chain scorer: the index's embedding model, or word overlap", choices=SCORERS)
+    last_step: float = option(_D.last_step, "weight: the question's first words against the chain's last step", **_W)
+    first_step: float = option(_D.first_step, "weight: the words around the entity's mention against the first step", **_W)
+    hop_penalty: float = option(_D.hop_penalty, "per step beyond the first: a longer chain must earn its steps", **_W)
+    hub_penalty: float = option(_D.hub_penalty, "per tenfold size of the widest set a chain passes through", **_W)
+    asked_type: float = option(_D.asked_type, "weight: what the question asks for (\"person\") against the chain's end set",
+                               **_W)
+    word_overlap: float = option(_D.word_overlap, "weight: share of the chain's steps whose relation words the question uses",
+                                 **_W)
+    relation_cover: float = option(_D.relation_cover, "weight: share of the question's relation words (words naming a relation "
+                                   "of the subgraph) that the chain's steps name", **_W)
+    cover_counts: bool = option(_D.cover_counts, "relation_cover counts each time the question says a relation word: said "
+                                "twice (\"the director of the director of X\"), it asks for two steps naming it")
+    relation_order: float = option(_D.relation_order, "weight: the first step is named next to the mention, the last next to "
+                                   "the question word", **_W)
+    shown_chains: int = option(5, "chains the model chooses among", low=1)
+    choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
+                                "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
+    answer_routes: int = option(3, "choose=answer: routes the answer call reads", low=1)
+    max_shown: int = option(2, "entity names shown per set of a route", low=1)
+    max_candidates: int = option(30, "end entities offered as answers", low=1)
+    windows: int = option(4, "document windows shown to the answer call (0: none)", low=0)
+    window_sentences: int = option(2, "sentences per document window", low=1)
+    question_passages: int = option(3, "the question's own best passages searched for windows (0: off)", low=0)
+    max_window_chars: int = option(320, "characters kept of a window", low=1)
+    max_chunks_per_entity: int = option(4, "chunks read per entity for windows", low=1)
+    window_entities: int = option(5, "entities per set of the route whose documents are read", low=1)
+    abstain: bool = option(True, '"none" of the routes, then "not found" in the documents: an abstention')
+    max_tokens: int = option(48, "token limit of the answer call", low=1)
+    seed: int = option(0, "sampling seed", low=0)
+
+
+CHAINS_DEFAULTS: dict[str, Any] = ChainsConfig.defaults()
+
+
+@dataclass(frozen=True)
+class ShownWindow:
+    """A document window as the answer call reads it, with where it comes from."""
+
+    text: str
+    chunk_id: str
+    title: str
+    collection: str
+
+
+@dataclass
+class Evidence:
+    """What the answer call reads: the chosen chain's facts and the document windows."""
+
+    facts: list[str]
+    windows: list[ShownWindow]
+
+
+class ChainsRun:
+    """One question's run (see the module docstring)."""
+
+    def __init__(self, question: Question, ctx: Context, config: dict[str, Any]) -> None:
+        self.question, self.ctx = question, ctx
+        self.config = ChainsConfig.from_config(config)
+        self.kg = ctx.kg
+        self.record = new_record(question, "chains")
+        self.text = question_text(question)
+        self.docs: DocumentStore | None = optional_docs(ctx)
+        embedder = optional_embedder(ctx, self.docs)
+        self.dense = shared_scorer(embedder) if embedder is not None else None
+        self.sub: Subgraph | None = None
+        self.masked = self.text  # the question with the topic entities masked (set by `plan`)
+
+    def label(self, node: str) -> str:
+        return entity_text(self.kg, node)
+
+    def run(self) -> AnswerRecord:
+        cfg = self.config
+        topics = linked_or_searched(self.question, self.ctx, self.record, cfg.max_topic_entities,
+                                    cfg.topic_search, lambda e: display_text(self.kg, e))
+        shown = self.plan(topics)
+        if cfg.choose == "answer" and shown:  # no choice call: the answer call reads the best routes
+            read = shown[: cfg.answer_routes]
+            self.record.extra["choice"] = f"R1-R{len(read)} (no call: the answer chooses)"
+            per_route = max(1, cfg.max_candidates // len(read))
+            candidates = list(dict.fromkeys(e for c in read for e in c.ends[:per_route]))
+            evidence = self.evidence(topics, read, candidates)
+            self.answer(topics, read[0], candidates, evidence)
+            return self.record
+        chosen = self.choose(shown)
+        candidates = chosen.ends[: cfg.max_candidates] if chosen else []
+        evidence = self.evidence(topics, [chosen] if chosen else [], candidates)
+        self.answer(topics, chosen, candidates, evidence)
+        return self.record
+
+    # ---- 2. chains, no LLM ----------------------------------------------------------------------
+
+    def plan(self, topics: list[str]) -> list[Chain]:
+        cfg = self.config
+        if not topics:
+            return []
+        with timed(self.record, "subgraph"):
+            sub = subgraph_within(self.kg, topics, cfg.max_hops, max_degree=cfg.max_degree,
+                                  max_nodes=cfg.max_nodes)
+        self.sub = sub
+        self.record.extra["subgraph"] = sub.summary()
+        query = masked_question(self.question.question, [self.label(t) for t in topics])
+        relations = sorted({key for _, _, key in sub.graph.edges(keys=True)})
+        scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
+                         self.label, relations)
+        with timed(self.record, "chains"):
+            per_topic = [self._chains_of(sub, t, scorer) for t in topics]
+            every = [c for chains in per_topic for c in chains]
+            for i in range(len(per_topic)):
+                for j in range(i + 1, len(per_topic)):
+                    every.extend(joined_chains(per_topic[i], per_topic[j]))
+            shown = distinct_best(every, cfg.shown_chains)
+        self.record.extra["chains_scored"] = len(every)
+        self.record.extra["chains_shown"] = [
+            {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.kg.relation_label),
+             "score": round(c.score, 4), "ends": len(c.ends), "gold": self.gold_in(c.ends)}
+            for i, c in enumerate(shown, 1)]
+        ranked = distinct_best(every, len(every))
+        self.record.extra["gold_chain_rank"] = next(
+            (i for i, c in enumerate(ranked, 1) if self.gold_in(c.ends[:1])), None)
+        self.record.extra["scored_query"] = query
+        self.masked = query
+        return shown
+
+    def gold_in(self, entities: Sequence[str], texts: Sequence[str] = ()) -> list[str]:
+        """The gold answers among these entities (or, documents, said by these texts): for the
+        stage-recall statistics only; nothing in the method reads it."""
+        return gold_held(self.question.answers, [self.label(e) for e in entities], texts)
+
+    def _chains_of(self, sub: Subgraph, topic: str, scorer: ChainScorer) -> list[Chain]:
+        return enumerate_chains(sub, topic, self.config.max_hops, scorer=scorer,
+                                beam=self.config.beam)
+
+    def route(self, chain: Chain) -> str:
+        return chain.sentence(self.label, self.kg.relation_label, self.config.max_shown)
+
+    # ---- 3. one choice ----------------------------------------------------------------------------
+
+    def choose(self, shown: list[Chain]) -> Chain | None:
+        if not shown:
+            self.record.extra["choice"] = None
+            return None
+        if len(shown) == 1 or self.config.choose == "top":
+            self.record.extra["choice"] = "R1 (no call)"
+            return shown[0]
+        parsed = ask(self.ctx.llm, self.record, system=cp.CHOOSE_SYSTEM,
+                     user=cp.choose_user(self.text, [self.route(c) for c in shown]),
+                     schema=cp.choose_schema(len(shown)), stage="choose", temperature=0.0,
+                     max_tokens=12, seed=self.config.seed)
+        route = str(parsed.get("route", "")) if isinstance(parsed, dict) else ""
+        self.record.extra["choice"] = route or "R1 (reply invalid)"
+        if route == cp.NONE_CHAIN:
+            return None
+        if route.startswith("R") and route[1:].isdigit() and 1 <= int(route[1:]) <= len(shown):
+            return shown[int(route[1:]) - 1]
+        return shown[0]
+
+    # ---- 4-5. candidates and evidence ---------------------------------------------------------
+
+    def evidence(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> Evidence:
+        keep = set(candidates)
+        facts = [self._fact(c, [e for e in c.ends if e in keep]) for c in routes]
+        self.record.paths.extend(self._kg_evidence(c, candidates) for c in routes)
+        readers = self._route_entities(routes[0]) if routes else []
+        windows = self._windows(topics, readers, searched=not routes) if self.docs is not None else []
+        for window in windows:
+            self.record.paths.append(EvidencePath(
+                source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
+                sentences=[window.text.removeprefix(f"{window.title}: ") if window.title else window.text],
+                chunk_ids=[window.chunk_id], titles=[window.title],  # the source's words only
+                score_kind="cosine to the question"))
+        return Evidence(facts, windows)
+
+    def _route_entities(self, chain: Chain) -> list[str]:
+        """Every entity the route passes through, the last step's first: the answer may be a fact
+        of an entity on the way that only its documents hold ("the chief executive of the
+        company that supplies X": the graph reaches the company, its report names the CEO)."""
+        sets = [s for c in [chain, *([chain.also] if chain.also else [])] for s in reversed(c.sets[1:])]
+        return list(dict.fromkeys(e for s in sets for e in s[: self.config.window_entities]))
+
+    def _fact(self, chain: Chain, candidates: list[str]) -> str:
+        """The chosen chain as one line, its end set in full up to the candidates."""
+        names = ", ".join(dict.fromkeys(self.label(e) for e in candidates))
+        steps = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.steps)
+        head = f"{self.label(chain.topic)} -> {steps}"
+        if chain.also is not None:
+            other = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.also.steps)
+            head += f"; {self.label(chain.also.topic)} -> {other}"
+        return f"{head}: {names}"
+
+    def _kg_evidence(self, chain: Chain, candidates: list[str]) -> EvidencePath:
+        """The chain as record evidence: its relation ids and, per step, a few stored triples."""
+        triples: list[list[str]] = []
+        ids: list[list[str]] = []
+        for c in [chain, *([chain.also] if chain.also else [])]:
+            for i, (relation, direction) in enumerate(c.steps):
+                heads, tails = c.sets[i][:3], c.sets[i + 1]
+                for head in heads:
+                    for tail in tails[:3]:
+                        fact = (head, relation, tail) if direction == "out" else (tail, relation, head)
+                        if self._holds(fact):
+                            ids.append(list(fact))
+                            triples.append([display_text(self.kg, fact[0]), self.kg.relation_label(relation),
+                                            display_text(self.kg, fact[2])])
+        return EvidencePath(source="kg", triples=triples, triple_ids=ids,
+                            relation_ids=[r for r, _ in chain.steps], score=round(chain.score, 6),
+                            score_kind="cosine of the chain's relations to the question")
+
+    def _holds(self, fact: tuple[str, str, str]) -> bool:
+        return self.sub is not None and self.sub.graph.has_edge(fact[0], fact[2], key=fact[1])
+
+    def _windows(self, topics: list[str], readers: list[str], searched: bool) -> list[ShownWindow]:
+        """The best `windows` sentence windows of the documents of the entities along the chosen
+        route (no route: of the topic entities' documents and the question's own best passages),
+        by cosine to the question with the topic entities masked: the topic's own report names
+        its own chief executive, which is not what "the chief executive of its supplier" asks."""
+        cfg = self.config
+        if cfg.windows <= 0 or self.docs is None:
+            return []
+        docs = self.docs
+        with timed(self.record, "retrieval"):
+            chunks: dict[str, Any] = {}  # chunk id -> ChunkRecord
+            for entity in readers or topics:
+                for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
+                    chunks.setdefault(chunk.chunk_id, chunk)
+            if searched and cfg.question_passages > 0:
+                try:
+                    hits = docs.dense_search(self.text, cfg.question_passages)
+                except LocalkgError:  # built without vectors
+                    hits = docs.sparse_search(self.text, cfg.question_passages)
+                for hit in hits:
+                    chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
+            units: list[ShownWindow] = []
+            size = cfg.window_sentences
+            limit = cfg.max_window_chars
+            for chunk in chunks.values():
+                for window in sentence_windows(chunk, size, stride=max(1, size - 1)):
+                    text = " ".join(window.text.split())[:limit]
+                    shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
+                    units.append(ShownWindow(shown, chunk.chunk_id, chunk.title, chunk.collection))
+            if not units or self.dense is None:
+                return units[: cfg.windows]
+            ranked = self.dense.rank(self.masked, [u.text for u in units])
+            kept: list[ShownWindow] = []
+            seen: set[str] = set()
+            for i, _ in ranked:
+                if units[i].text not in seen:
+                    seen.add(units[i].text)
+                    kept.append(units[i])
+                if len(kept) >= cfg.windows:
+                    break
+        return kept
+
+    # ---- 6. one answer ----------------------------------------------------------------------------
+
+    def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence) -> None:
+        record, cfg = self.record, self.config
+        names = [self.label(e) for e in candidates]
+        passages = [w.text for w in evidence.windows]
+        allowed = allowed_answers(self.text, names, passages)
+        record.extra["candidates"] = allowed
+        record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
+        record.extra["gold_in_windows"] = self.gold_in([], passages)
+        if not allowed:
+            abstain(record, "no chain and no document window")
+            return
+        # "not found" is offered where the evidence may not hold the answer: no route was chosen
+        # (documents only). A chosen route reaches entities: the model answers from them or from
+        # the windows (a 0.5B model said "not found" beside a route that listed the answer).
+        offer = not names and cfg.abstain
+        parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
+                     user=cp.answer_user(self.text, evidence.facts, passages),
+                     schema=cp.answer_schema(allowed, offer), stage="answer", temperature=0.0,
+                     max_tokens=cfg.max_tokens, seed=cfg.seed)
+        answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
+        record.extra["model_answer"] = answer
+        if answer == cp.NOT_FOUND:
+            abstain(record, "the model found no answer in the documents")
+            return
+        if not answer and not names:
+            abstain(record, "no valid reply")
+            return
+        asked = [self.label(t) for t in topics]
+        record.prediction, record.predictions = rank_answers(answer, list(dict.fromkeys(names)), asked)
+        in_kg = any(n == record.prediction for n in names)
+        in_docs = any(record.prediction.lower() in p.lower() for p in passages)
+        record.answer_source = "both" if in_kg and in_docs else "kg" if in_kg else "doc" if in_docs else "llm"
+
+
+def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    """Plan once (one choice among scored relation chains), the graph executes, read once."""
+    return ChainsRun(question, ctx, config).run()
+
+
+CHAINS = MethodSpec.typed(
+    "chains", run_chains, ChainsConfig,
+    "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
+    hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+)

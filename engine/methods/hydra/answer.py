@@ -1,0 +1,141 @@
+"""The answer step of a HydraRAG phase (Algorithm 4): pruning, the LLM-aware selection of the
+top W_max paths and the answer call, with the names an answer may be."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from engine.access.graph import GroupedPath
+from engine.methods.hydra import prompts as hp
+from engine.methods.hydra.chain_relevance import scaled
+from engine.methods.hydra.docs import DocPath
+from engine.methods.hydra.explore import HydraExplorer
+from engine.methods.hydra.score import Candidate, Pruned, Scored, prune
+from engine.methods.hydra.state import Analysis, Attempt
+from engine.methods.shared.answer_spans import allowed_answers
+from engine.methods.shared.common import answer_of, timed
+from index.entities import normalise
+
+
+class HydraRun(HydraExplorer):
+    """State of one HydraRAG question, with each phase's pruning, selection and answer."""
+
+    # -- pruning, selection, answer -----------------------------------------------------------
+    def prune(self, pool: Sequence[Candidate], indicator: str) -> Pruned:
+        assert self.scorer is not None
+        known = {n for c in pool if c.source == "kg" for n in c.entities}
+        if any(c.source != "kg" for c in pool) and self.sub is not None:
+            known |= set(self.subgraph_labels().values())
+        chains = self.chain_relevance()
+        if chains is not None:  # ours: the KG paths' relevance from the chain scorer, scaled to [0, 1]
+            at = [i for i, c in enumerate(pool) if c.source == "kg" and isinstance(c.payload, GroupedPath)]
+            values = scaled(chains.of_groups([pool[i].payload for i in at]))
+            pool = list(pool)
+            for i, value in zip(at, values, strict=True):
+                pool[i] = replace(pool[i], relevance=value)
+        with timed(self.record, "pruning"):
+            return prune(pool, indicator, self.topic_labels, known, self.scorer.vectors, self.score_config)
+
+    def select(self, kept: Sequence[Scored], indicator: str) -> list[Candidate]:
+        """LLM-aware selection: the top W_max of the W2 (no call when there is nothing to choose)."""
+        k = self.config.w_max
+        cands = [s.candidate for s in kept]
+        if len(cands) <= k:
+            return cands
+        parsed = self._ask(hp.SELECT_SYSTEM, hp.select_user([c.text for c in cands], indicator, self.text, k),
+                           hp.select_schema(len(cands), k), "selection", "temperature_selection",
+                           "selection_max_tokens")
+        if not isinstance(parsed, dict):  # a failed call keeps the cross-score order
+            return cands[:k]
+        return [cands[int(i[1:]) - 1] for i in dict.fromkeys(parsed["paths"])]
+
+    def attempt(self, phase: str, pool: list[Candidate], analysis: Analysis, step: dict[str, Any]) -> Attempt:
+        """Prune, select and answer; `enough` when the model says {Yes} (and the answer stands)."""
+        result = Attempt(phase, _dedupe(pool))
+        if not result.pool or self.scorer is None:
+            step["answer"] = {"skipped": "no candidate paths"}
+            return result
+        result.pruned = self.prune(result.pool, analysis.skyline)
+        step["relevance"] = self.scored_stage(result.pruned.after_relevance)
+        step["cross"] = self.scored_stage(result.pruned.after_cross)
+        result.selected = self.select(result.pruned.after_cross, analysis.skyline)
+        step["selected"] = {"texts": [c.text for c in result.selected],
+                            **self.stage_names([n for c in result.selected for n in c.entities],
+                                               [c.text for c in result.selected])}
+        step["entities"] = self.reached(result.selected)[:10]
+        texts = [c.text for c in result.selected]
+        if phase == "fallback":
+            parsed = self._ask(hp.FALLBACK_SYSTEM, hp.answer_user(texts, analysis.skyline, self.text),
+                               hp.FALLBACK_SCHEMA, "answer_fallback", "temperature_answer", "answer_max_tokens")
+            result.answer = answer_of(parsed)
+            own = not isinstance(parsed, dict) or parsed.get("from") != "paths"
+            step["answer"] = {"answer": result.answer, "from": "own knowledge" if own else "paths"}
+            self.record.extra["own_knowledge"] = own or self.support(result.answer, result.selected) == []
+            return result
+        short = self.config.answer_prompt == "short"  # ours: evidence and question only, no facts
+        user = hp.answer_user(texts, "", self.text) if short else \
+            hp.answer_user(texts, analysis.skyline, self.text, analysis.sub_questions)
+        parsed = self._ask(hp.SHORT_ANSWER_SYSTEM if short else hp.ANSWER_SYSTEM, user,
+                           hp.answer_schema(self.answer_names(result.selected), short), "answer",
+                           "temperature_answer", "answer_max_tokens")
+        result.answer = answer_of(parsed)
+        said_yes = isinstance(parsed, dict) and parsed.get("enough") == "Yes" and bool(result.answer)
+        step["answer"] = {"enough": "Yes" if said_yes else "No", "answer": result.answer,
+                          "facts": parsed.get("facts", "") if isinstance(parsed, dict) else ""}
+        result.enough = said_yes
+        if said_yes and self.config.require_grounded_answer and not self.support(result.answer, result.selected):
+            step["answer"]["ungrounded_answer"] = True
+            result.enough = False
+        step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
+        return result
+
+    def answer_names(self, selected: Sequence[Candidate]) -> list[str]:
+        """With `answer_choice: paths` and only KG paths selected: the names the answer may be
+        (the names the paths show the model, never a topic entity; a name hidden behind "… N
+        more" cannot be chosen); otherwise none (free text: document paths are sentences, their
+        answers need not be an entity's name). With `answer_choice: evidence` (ours): those names
+        and the answer-shaped spans (names, dates, figures, "yes"/"no") of the source sentences
+        of the selected document evidence, whatever the sources selected. With `answer_choice:
+        ends` (ours) and only KG paths selected: the names of their end sets (`_end_names`)."""
+        choice = self.config.answer_choice
+        if choice == "free" or not selected or (choice in ("paths", "ends") and any(c.source != "kg" for c in selected)):
+            return []
+        if choice == "ends":
+            return self._answerable(self._end_names(selected))[: self.config.max_answer_names]
+        names = self._answerable([n for c in selected if c.source == "kg" for n in reversed(c.entities)])  # ends first
+        limit = self.config.max_answer_names
+        if choice == "paths":
+            return names[:limit]
+        sentences = [c.payload.sentence.text for c in selected if isinstance(c.payload, DocPath)]
+        return allowed_answers(self.text, names, sentences, limit)
+
+    def _answerable(self, names: Sequence[str]) -> list[str]:
+        """The names, once each, that may be an answer: never a topic entity or an unnamed one."""
+        topics = {normalise(t) for t in self.topic_labels}
+        return [n for n in dict.fromkeys(names) if normalise(n) not in topics and not n.startswith("unnamed entity")]
+
+    def _end_names(self, selected: Sequence[Candidate]) -> list[str]:
+        """`answer_choice: ends` (ours): the names shown in the last entity set of each chosen KG
+        path (a small model otherwise answers with the middle of a chain: the writer of "the
+        actors in the films written by the writer of X"); a path through two or more topic
+        entities offers every name it shows (the answer may sit between them)."""
+        names: list[str] = []
+        for c in selected:
+            group = c.payload
+            if not isinstance(group, GroupedPath):
+                continue
+            inner = [e for entities in group.sets[1:-1] for e in entities]
+            if any(e in self.topics for e in inner):
+                names += list(reversed(c.entities))
+            else:
+                names += list(dict.fromkeys(self.label(e) for e in group.sets[-1]))[: self.config.max_shown]
+        return names
+
+
+def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:
+    seen: dict[tuple[str, str], Candidate] = {}
+    for c in pool:
+        seen.setdefault((c.source, c.text), c)
+    return list(seen.values())

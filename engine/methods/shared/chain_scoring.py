@@ -1,0 +1,185 @@
+"""The `chains` scorer: relation chains against the question, without the LLM (see `ChainScorer`).
+
+Its terms and weights are `chains` config keys (`ScoreWeights`); `chains.py` builds the scorer,
+`chain_plans.enumerate_chains` calls it on each level's chains, `bench.chain_rank` measures it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.access.retrieval import DenseScorer
+from engine.methods.shared.chain_plans import Chain, step_text
+from engine.methods.shared.question_shape import asked_for
+from engine.methods.shared.word_forms import same_word, word_list, word_stems
+
+_QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where"])
+
+_WORD = re.compile(r"[a-z0-9]+")
+_MASK = re.compile(r"\[[^\]]*\]")
+
+
+def masked_question(question: str, labels: Sequence[str]) -> str:
+    """The question with the topic entities' mentions (a dataset's `[brackets]`, then their names)
+    replaced by "X": chains are scored on what the question asks about the entity, not on its name."""
+    text = _MASK.sub("X", question)
+    for label in sorted(labels, key=len, reverse=True):
+        if label and len(label) > 2:
+            text = re.sub(re.escape(label), "X", text, flags=re.IGNORECASE)
+    return " ".join(text.split())
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2}
+
+
+class ChainScorer:
+    """Scores chains against the masked question, without the LLM (dense cosine of the relation
+    words, or word overlap with `scorer=lexical`). Besides the whole chain against the whole
+    question, order-aware and answer-aware terms:
+
+    - `last_step`: the question's first words ("who directed ...") against the chain's last step;
+    - `first_step`: the words around the entity's mention ("... the writer of X") against its
+      first step;
+    - `asked_type`: what the question asks for (`question_shape.asked_for`: "person", "year
+      date", "type of film", "nationality") against the chain's end set as its last relation and
+      first names ("has genre: Drama, Comedy"): a chain that ends at films does not answer "who";
+    - `word_overlap`: the share of the chain's steps whose relation words the question uses
+      (word stems): a chain must account for what the question says, not only resemble it;
+    - `relation_cover`, the other way round: the share of the question's relation words (its words
+      that name a relation of the question subgraph: "directed", "director", "actors" of "the
+      actors in the films directed by the director of X") that the chain's steps name
+      (`word_forms`: "wrote" and "screenwriters" name "written by"): a chain must not leave out a
+      relation the question names, so one step ("starred actors") does not answer a question
+      that names three. With `cover_counts` a word counts as often as the question says it:
+      "the films directed by the director of X" says "direct" twice and asks for two steps
+      that name it (there, and back to the films).
+    - `relation_order`: which of those relation words go first and last. English puts the
+      relation of the first hop next to the entity's mention ("... the films directed by [X]":
+      3 words before the mention, 1 after) and the asked relation next to the question word
+      ("who starred in ...": 3 words before it, 4 after). The term is the mean of two
+      indicators: the first step names a relation word of the mention's window, and the last step
+      names one of the question word's window (a window without relation words counts 0).
+
+    A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
+    shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
+    place."""
+
+    def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
+                 weights: ScoreWeights, label: Any = None, relations: Sequence[str] = ()) -> None:
+        self.kind = kind if dense is not None else "lexical"
+        self.query = query
+        words = query.split()
+        at = next((i for i, w in enumerate(words) if "X" in w), None)
+        self.head = " ".join(words[:4])
+        self.around = " ".join(words[max(0, at - 4):at + 3]) if at is not None else query
+        self.asked = asked_for(query)
+        self.query_stems = _stems(query)
+        self.relation_label = relation_label
+        self.label = label or (lambda node: node)
+        self.dense = dense
+        self.weights = weights
+        self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
+        vocabulary = {form for r in relations for form in self._relation_forms(r)}
+        self.relation_words = [q for q in sorted(word_stems(query)) if any(same_word(q, r) for r in vocabulary)]
+        said = set(self.relation_words)
+        # how often the question says each relation word (`cover_counts`); else once each
+        self.said_times = Counter(f for f in word_list(query) if f in said) if weights.cover_counts \
+            else Counter(said)
+        self.said_total = sum(self.said_times.values())
+        asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
+        self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
+            if at is not None else set()
+        self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
+            & said if asks is not None else set()
+
+    def __call__(self, chains: Sequence[Chain]) -> list[float]:
+        w, label = self.weights, self.relation_label
+        scores = self._similarity(self.query, [c.relation_words(label) for c in chains])
+        last = self._similarity(self.head, [step_text(c.steps[-1], label) for c in chains])
+        first = self._similarity(self.around, [step_text(c.steps[0], label) for c in chains])
+        kinds = (self._similarity(self.asked, [self._end_text(c) for c in chains])
+                 if self.asked and w.asked_type else [0.0] * len(chains))
+        result = []
+        for c, s, a, b, k in zip(chains, scores, last, first, kinds, strict=True):
+            widest = max((len(x) for x in c.sets[1:-1]), default=1)
+            result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
+                          + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
+                          + w.relation_order * self._order(c)
+                          - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
+        return result
+
+    def _end_text(self, chain: Chain) -> str:
+        """The end set as the `asked_type` term reads it: the last relation and the first three
+        names ("release year: 1989, 1947"; a reverse step's ends are what has the relation:
+        "things written by it: Jaws")."""
+        names = ", ".join(dict.fromkeys(self.label(e) for e in chain.ends[:3]))
+        relation, direction = chain.steps[-1]
+        said = self.relation_label(relation)
+        return f"{said}: {names}" if direction == "out" else f"things {said} it: {names}"
+
+    def _overlap(self, chain: Chain) -> float:
+        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
+        used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems)
+        return used / len(steps)
+
+    def _relation_forms(self, relation: str) -> set[str]:
+        if relation not in self._forms:
+            self._forms[relation] = word_stems(self.relation_label(relation))
+        return self._forms[relation]
+
+    def _cover(self, chain: Chain) -> float:
+        if not self.relation_words:
+            return 0.0
+        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
+        covered = sum(min(times, sum(1 for s in steps if self._names({word}, s[0])))
+                      for word, times in self.said_times.items())
+        return covered / self.said_total
+
+    def _names(self, words: set[str], relation: str) -> bool:
+        return any(same_word(q, r) for q in words for r in self._relation_forms(relation))
+
+    def _order(self, chain: Chain) -> float:
+        first = self._names(self.near_mention, chain.steps[0][0])
+        last = self._names(self.near_question_word, chain.steps[-1][0])
+        return (first + last) / 2
+
+    def _similarity(self, query: str, texts: list[str]) -> list[float]:
+        if self.kind == "dense" and self.dense is not None:
+            return self.dense.scores(query, texts)
+        stems = _stems(query)
+        return [len((own := _stems(t)) & stems) / (len(own) or 1) for t in texts]
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    """The chain scorer's weights (config keys of the same names)."""
+
+    last_step: float
+    first_step: float
+    hop_penalty: float
+    hub_penalty: float
+    asked_type: float = 0.0
+    word_overlap: float = 0.0
+    relation_cover: float = 0.0
+    relation_order: float = 0.0
+    cover_counts: bool = False
+
+    KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
+            "relation_order")
+
+    @classmethod
+    def of(cls, config: Any) -> ScoreWeights:
+        """From a `ChainsConfig` (its keys of the same names)."""
+        return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts))
+
+
+DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
+                               word_overlap=0.3, relation_cover=1.0, relation_order=0.5, cover_counts=True)
+"""The `chains` defaults of the weights (its config keys read them; so does `hydra`'s
+`path_relevance: chains`)."""
