@@ -17,14 +17,15 @@ settings), which docs/methods/chains.md's table reads (bench/results/chain_rank.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from bench.summary import add_to_json
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -71,16 +72,6 @@ def entry(args: argparse.Namespace, n: int, first: int, shown_gold: int, ranks: 
     """One run's counts as `--json` writes them (what the printed lines say)."""
     return {"questions_file": str(args.questions), "settings": list(args.settings), "questions": n,
             "best_first": first, "gold_shown": shown_gold, "rank": {k: ranks.get(k, 0) for k in RANKS}}
-
-
-def add_to_json(path: Path, keys: Sequence[str], value: dict[str, Any]) -> None:
-    """Put `value` at `keys` in the JSON file at `path` (made if missing), keeping the rest."""
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    node = data
-    for key in keys[:-1]:
-        node = node.setdefault(key, {})
-    node[keys[-1]] = value
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

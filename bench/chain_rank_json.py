@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.chain_rank import RANKS, add_to_json, build_parser, entry, json_keys
+from bench.chain_rank import RANKS, build_parser, entry, json_keys
+from bench.summary import add_to_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RUN = re.compile(r"^\$ python -m bench\.chain_rank (?P<args>[^\n]*)\n```\n(?P<out>.*?)\n```", re.MULTILINE | re.DOTALL)

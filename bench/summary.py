@@ -1,9 +1,12 @@
-"""A benchmark's SUMMARY-<name>.md beside its JSON, written the same way by each bench's `main`."""
+"""A benchmark's SUMMARY-<name>.md beside its JSON, written the same way by each bench's `main`,
+and a value put into a results JSON at a key path (`--json` of chain_rank and trace_stats)."""
 
 from __future__ import annotations
 
+import json
 import platform
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +41,13 @@ def missing_input(model: str, index: Path, builds_it: str) -> str | None:
 def skipped_lines(results: dict[str, Any]) -> list[str]:
     """The markdown lines naming what a bench skipped, and why."""
     return [f"\nSkipped ({name}): {why}" for name, why in results["skipped"].items()]
+
+
+def add_to_json(path: Path, keys: Sequence[str], value: dict[str, Any]) -> None:
+    """Put `value` at `keys` in the JSON file at `path` (made if missing), keeping the rest."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    node = data
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.summary import add_to_json
+
 # the stage recall lives in the library (the HTML report draws it too); re-exported for callers here
 from engine.report.stage_recall import (
     HYDRA_STAGES,
@@ -118,16 +120,6 @@ def chains_stages_json(found: Mapping[str, Any], by: Mapping[str, Any] | None = 
     if by:
         entry["by"] = dict(by)
     return entry
-
-
-def add_to_json(path: Path, keys: Sequence[str], value: dict[str, Any]) -> None:
-    """Put `value` at `keys` in the JSON file at `path` (made if missing), keeping the rest."""
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    node = data
-    for key in keys[:-1]:
-        node = node.setdefault(key, {})
-    node[keys[-1]] = value
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def print_chains_stages(records: Sequence[dict[str, Any]]) -> None:
