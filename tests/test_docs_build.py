@@ -101,6 +101,31 @@ def test_hydra_key_table_names_only_keys_of_its_spec() -> None:
     assert all(any(k.endswith(n.strip("*")) for k in keys) for n in named if "*" in n)
 
 
+def _shown_default(value: object) -> str:
+    """A default as the hand-written table writes it: true/false, numbers as Python prints them."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def test_hydra_key_table_shows_the_specs_defaults() -> None:
+    """The hand-written table's defaults are the spec's: a row naming N keys with N defaults
+    (a parenthesis, such as hydra-e's, aside) must show each key's default as the spec has it."""
+    from engine.methods.registry import get
+
+    defaults = get("hydra").defaults
+    text = (ROOT / "docs" / "methods" / "hydra.md").read_text(encoding="utf-8")
+    table = text[text.index("| key | default | what |"):].split("\n\n", 1)[0]
+    checked = 0
+    for line in table.splitlines()[2:]:
+        cells = line.split("|")
+        keys = re.findall(r"`([a-z_0-9]+)`", cells[1])
+        shown = [v.strip().strip("`") for v in re.sub(r"\(.*?\)", "", cells[2]).split(",")]
+        if not keys or "*" in cells[1] or len(shown) != len(keys) or "[" in cells[2]:
+            continue
+        assert shown == [_shown_default(defaults[k]) for k in keys], line
+        checked += len(keys)
+    assert checked >= 30  # nearly every key of the table was compared
+
+
 def test_benchmark_cells_read_bench_results() -> None:
     from bench.docs_hooks import DocsTableError, render
 
