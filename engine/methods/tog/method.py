@@ -281,13 +281,21 @@ class _Run:
 # ------------------------------------------------------------------------------------------
 
 
-def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
-    """ToG (Algorithm 1): beam search over triples with LLM (or BM25/embedding) pruning."""
-    run = _Run(question, ctx, config, "tog")
+def _topic_beam(run: _Run) -> list[GraphPath]:
+    """The starting beam (the topic entities); with none, the record says so and the model
+    answers from its own knowledge (both ToG variants)."""
     beam = run.topic_entities()
     if not beam:
         run.record.extra["stopped"] = "no_topic_entity"
         run.answer_from_llm([])
+    return beam
+
+
+def run_tog(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
+    """ToG (Algorithm 1): beam search over triples with LLM (or BM25/embedding) pruning."""
+    run = _Run(question, ctx, config, "tog")
+    beam = _topic_beam(run)
+    if not beam:
         return run.record
     explored: list[GraphPath] = []
     for depth in range(1, run.config.depth + 1):
@@ -365,10 +373,8 @@ def _explore_entities(run: _Run, kept_rels: list[tuple[tuple[GraphPath, Relation
 def run_tog_r(question: Question, ctx: Context, config: dict[str, Any]) -> AnswerRecord:
     """ToG-R (Algorithm 2): relation chains, reasoning over all reached entities, random prune."""
     run = _Run(question, ctx, config, "tog-r")
-    beam = run.topic_entities()
+    beam = _topic_beam(run)
     if not beam:
-        run.record.extra["stopped"] = "no_topic_entity"
-        run.answer_from_llm([])
         return run.record
     explored: list[GraphPath] = []
     for depth in range(1, run.config.depth + 1):
