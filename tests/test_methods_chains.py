@@ -20,7 +20,7 @@ from engine.access.graph import Subgraph
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.methods.chains.prompts import NOT_FOUND
 from engine.methods.registry import resolve_config
-from engine.methods.shared.answer_spans import allowed_answers, is_yes_no, spans_of
+from engine.methods.shared.answer_spans import allowed_answers, alternatives, is_yes_no, spans_of
 from engine.methods.shared.chain_plans import Chain, distinct_best, enumerate_chains, joined_chains
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
@@ -295,3 +295,12 @@ def test_chains_stage_counts_find_where_the_gold_was_lost() -> None:
     assert counts["a route shown"] == 2 and counts["the route chosen"] == 1 and counts["the answer"] == 1
     assert lost == {"a route shown": 1, "the allowed answers": 1, "none": 1}
     assert found["ranks"] == {"1": 1, "2-5": 1, "6+": 1, "none": 1}
+
+
+def test_a_question_that_offers_alternatives_asks_which_not_yes_or_no() -> None:
+    question = "Are the Sleepers located north or south of the Kancamagus Highway?"
+    assert alternatives(question) == ["north", "south"]
+    passages = ["The Sleepers lie south of the highway."]
+    assert allowed_answers(question, [], passages, choices=True)[:2] == ["north", "south"]
+    assert allowed_answers(question, [], passages)[:2] == ["yes", "no"]  # hydra's answer keeps its offer
+    assert is_yes_no("Was either Lyon or Nice the capital?") and not alternatives("Was either Lyon or Nice the capital?")

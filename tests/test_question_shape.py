@@ -4,13 +4,16 @@ that read it: the end set's kind (`asked_type`) and the question's own relation 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import networkx as nx
+import numpy as np
 import pytest
 
 from engine.access.graph import Subgraph
 from engine.methods.shared.chain_plans import enumerate_chains
 from engine.methods.shared.chain_scoring import ChainScorer, ScoreWeights
-from engine.methods.shared.question_shape import asked_for
+from engine.methods.shared.question_shape import asked_class, asked_for
 from engine.methods.shared.word_forms import same_word, word_form, word_list, word_stems
 
 
@@ -171,3 +174,77 @@ def test_cover_counts_asks_for_a_relation_word_as_often_as_it_is_said() -> None:
     # "direct" is said twice: the acting director's chain names it once, so covers 2 of 3
     assert counted[right] - counted[acting_director] == pytest.approx(1 / 3)
     assert counted[right] == once[right]
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("what films did X write", "films"),
+    ("which kind of film is X", "kind of film"),
+    ("what is the place of birth of X", None),  # "what is the N of X": N names a relation
+    ("what is the X 's children 's darling 's sex ?", None),
+    ("who is the kid of X", None),
+])
+def test_the_class_noun_of_a_what_question(question: str, kind: str | None) -> None:
+    assert asked_class(question) == kind
+
+
+class _Vectors:
+    """A stand-in for the embedding model: hand-made unit vectors (a word and the relation label it
+    means share one), every other text the last axis; no similarity for the other terms."""
+
+    AXES: ClassVar[dict[str, int]] = {"kid": 0, "children": 0, "dad": 1, "parents": 1, "films": 2, "written by": 2}
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), 4))
+        for i, text in enumerate(texts):
+            if text == "family":  # as close to children as to parents
+                rows[i, :2] = 0.5 ** 0.5
+            else:
+                rows[i, self.AXES.get(text, 3)] = 1.0
+        return rows
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        return [0.0] * len(texts)
+
+
+# A woman's son, his father (her husband), the places they were born.
+FAMILY = [("Ann", "children", "Bob"), ("Bob", "parents", "Carl"), ("Bob", "parents", "Ann"),
+          ("Carl", "place of birth", "Lyon"), ("Ann", "place of birth", "Oslo"), ("Bob", "place of birth", "Rome")]
+RELATIONS = ["children", "parents", "place of birth"]
+
+
+def _meaning(question: str, weight: float) -> ChainScorer:
+    return ChainScorer("dense", question, lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                       ScoreWeights(0.0, 0.0, 0.06, 0.0, relation_cover=1.0, meaning_cover=weight,
+                                    meaning_threshold=0.55), lambda e: e, RELATIONS)
+
+
+def test_meaning_cover_reads_the_relations_the_question_names_in_other_words() -> None:
+    question = "the place of birth of X 's kid 's dad"
+    scorer = _meaning(question, 1.0)
+    # "kid" and "dad" name relations by meaning; "place of birth" is one mention, not two
+    assert [(w, sorted(r)) for w, r in scorer.meaning_words] == [
+        ("place birth", ["place of birth"]), ("kid", ["children"]), ("dad", ["parents"])]
+    best = enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 3, scorer=scorer)[0]
+    assert [r for r, _ in best.steps] == ["children", "parents", "place of birth"]
+    assert best.ends == ["Lyon"]
+    # without the term the one step the words name lexically ("place of birth") wins: Oslo
+    plain = enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 3, scorer=_meaning(question, 0.0))[0]
+    assert plain.ends == ["Oslo"]
+
+
+def test_a_word_said_twice_is_two_mentions_and_a_class_noun_names_no_relation() -> None:
+    assert [w for w, _ in _meaning("the parents of X 's parents", 1.0).meaning_words] == ["parents", "parents"]
+    # "films" is what "what films ..." asks for: it never names `written by` by meaning
+    scorer = ChainScorer("dense", "what films did X direct", lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                         ScoreWeights(0.0, 0.0, 0.0, 0.0, meaning_cover=1.0), lambda e: e, ["written by"])
+    assert scorer.meaning_words == []
+
+
+def test_a_word_as_close_to_two_relations_names_neither_with_a_margin() -> None:
+    def words(margin: float) -> list[str]:
+        scorer = ChainScorer("dense", "who is the family of X 's kid", lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                             ScoreWeights(0.0, 0.0, 0.0, 0.0, meaning_cover=1.0, meaning_margin=margin),
+                             lambda e: e, RELATIONS)
+        return [w for w, _ in scorer.meaning_words]
+    assert words(0.0) == ["family", "kid"]  # cosine 0.71 with children and with parents
+    assert words(0.1) == ["kid"]

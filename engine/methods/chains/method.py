@@ -111,6 +111,14 @@ class ChainsConfig(MethodConfig):
                                 "twice (\"the director of the director of X\"), it asks for two steps naming it")
     relation_order: float = option(_D.relation_order, "weight: the first step is named next to the mention, the last next to "
                                    "the question word", **_W)
+    meaning_cover: float = option(0.0, "weight: share of the question's relation-naming words (word form, or the "
+                                  "embedding model's cosine >= meaning_threshold: \"kid\" names children) that "
+                                  "distinct steps of the chain answer to", **_W)
+    meaning_threshold: float = option(0.55, "meaning_cover: cosine of a question word and a relation label that "
+                                      "counts as naming it", low=0.0, high=1.0)
+    meaning_margin: float = option(0.0, "meaning_cover: how much closer than to any other relation a word must be to "
+                                   "name one (\"film\" is as close to directed by as to starred actors)", low=0.0,
+                                   high=1.0)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
@@ -355,7 +363,7 @@ class ChainsRun:
         record, cfg = self.record, self.config
         names = [self.label(e) for e in candidates]
         passages = [w.text for w in evidence.windows]
-        allowed = allowed_answers(self.text, names, passages)
+        allowed = allowed_answers(self.text, names, passages, choices=True)
         record.extra["candidates"] = allowed
         record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
@@ -393,5 +401,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -96,17 +96,34 @@ def spans_of(text: str) -> list[str]:
 
 
 def is_yes_no(question: str) -> bool:
-    """Whether the question asks for yes or no ("Are both X and Y American?")."""
+    """Whether the question opens as one asking for yes or no ("Are both X and Y American?");
+    `alternatives` tells one that asks which of two ("Are X and Y democratic or republican?")."""
     return bool(_YES_NO.match(question))
 
 
+# "democratic or republican", "north or south": the words either side of "or" in a question
+# that opens like a yes/no one ("either X or Y" still asks yes or no)
+_ALTERNATIVES = re.compile(r"(?<!either )\b(\w[\w-]*)\s+or\s+(\w[\w-]*)\b", re.IGNORECASE)
+
+
+def alternatives(question: str) -> list[str]:
+    """The alternatives a question offers ("Is X north or south of Y?": north, south), else []."""
+    if not _YES_NO.match(question) or re.search(r"\beither\b|\bwhether\b", question, re.IGNORECASE):
+        return []
+    match = _ALTERNATIVES.search(question)
+    return [match.group(1), match.group(2)] if match else []
+
+
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
-                    limit: int = 60) -> list[str]:
+                    limit: int = 60, choices: bool = False) -> list[str]:
     """The answers the model may give: "yes"/"no" for a yes/no question, the candidate entity
-    names, then the spans of the passages, at most `limit` in all."""
+    names, then the spans of the passages, at most `limit` in all. With `choices`, a question that
+    offers alternatives ("... democratic or republican?") gets them in place of yes and no."""
     allowed: dict[str, None] = {}
-    if is_yes_no(question):
+    offered = alternatives(question) if choices else []
+    if is_yes_no(question) and not offered:
         allowed.update({"yes": None, "no": None})
+    allowed.update(dict.fromkeys(offered))
     for name in names:
         if name.strip():
             allowed.setdefault(name.strip(), None)

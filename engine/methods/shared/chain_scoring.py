@@ -15,12 +15,16 @@ from typing import Any
 
 from engine.access.retrieval import DenseScorer
 from engine.methods.shared.chain_plans import Chain, step_text
-from engine.methods.shared.question_shape import asked_for
-from engine.methods.shared.word_forms import same_word, word_list, word_stems
+from engine.methods.shared.question_shape import asked_class, asked_for
+from engine.methods.shared.word_forms import same_word, word_form, word_list, word_stems
 
 _QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where"])
 
 _WORD = re.compile(r"[a-z0-9]+")
+# question words, auxiliaries and determiners never name a relation (`meaning_cover`)
+_NOT_RELATIONS = frozenset(["who", "whom", "whose", "what", "which", "when", "where", "why", "how", "the", "are",
+                            "was", "were", "did", "does", "has", "have", "had", "that", "this", "these", "those",
+                            "and", "also", "for", "from", "with", "about", "its", "their", "can", "some", "same"])
 _MASK = re.compile(r"\[[^\]]*\]")
 
 
@@ -97,6 +101,7 @@ class ChainScorer:
             if at is not None else set()
         self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
             & said if asks is not None else set()
+        self.meaning_words = self._meaning_words(relations) if weights.meaning_cover else []
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
@@ -110,7 +115,7 @@ class ChainScorer:
             widest = max((len(x) for x in c.sets[1:-1]), default=1)
             result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
-                          + w.relation_order * self._order(c)
+                          + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
                           - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
         return result
 
@@ -127,6 +132,66 @@ class ChainScorer:
         steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
         used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems)
         return used / len(steps)
+
+    def _meaning_words(self, relations: Sequence[str]) -> list[tuple[str, set[str]]]:
+        """`meaning_cover`: the question's words that name a relation of the subgraph, each with
+        the relations it names: by word form (`word_forms`), or, with the dense scorer, by the
+        embedding model's cosine of the word and the relation's label at least
+        `meaning_threshold` ("kid" names `children`, "dad" `parents`, "job" `profession`). A word
+        said twice is kept twice ("the parents of X 's parents"); neighbouring words that name the
+        same relation are one mention ("place of birth")."""
+        tokens = _WORD.findall(self.query.lower())
+        at = [i for i, w in enumerate(tokens) if len(w) > 2 and w not in _NOT_RELATIONS]
+        words = [tokens[i] for i in at]
+        if not words or not relations:
+            return []
+        distinct = sorted(set(words))
+        named: dict[str, set[str]] = {
+            w: {r for r in relations if any(same_word(word_form(w), f) for f in self._relation_forms(r))}
+            for w in distinct}
+        # the class noun of "what films ..." names the answer's kind (`asked_type` reads it); the
+        # embedding model finds it close to every relation of its domain, so it names a relation
+        # only by word form
+        kind = set(_WORD.findall((asked_class(self.query) or "").lower()))
+        guessed = [w for w in distinct if w not in kind]
+        if self.kind == "dense" and self.dense is not None and guessed:
+            labels = [self.relation_label(r) for r in relations]
+            rows = self.dense.vectors(guessed) @ self.dense.vectors(labels).T
+            floor, margin = self.weights.meaning_threshold, self.weights.meaning_margin
+            for w, row in zip(guessed, rows, strict=True):
+                order = row.argsort()[::-1]
+                best = float(row[order[0]])
+                second = float(row[order[1]]) if len(order) > 1 else -1.0
+                # a word as close to several relations ("film": directed by, starred actors) names
+                # their domain, not one of them
+                if best >= floor and best - second >= margin:
+                    named[w].add(relations[int(order[0])])
+        mentions: list[tuple[str, set[str]]] = []
+        last = -9
+        for i, w in zip(at, words, strict=True):
+            # neighbours naming the same relation are one mention ("place of birth"), not two
+            joined = all(t in ("of", "the") for t in tokens[last + 1:i]) and i - last <= 3
+            if mentions and named[w] and joined and mentions[-1][1] & named[w]:
+                mentions[-1] = (f"{mentions[-1][0]} {w}", mentions[-1][1] & named[w])
+            elif named[w]:
+                mentions.append((w, set(named[w])))
+            if named[w]:
+                last = i
+        return mentions
+
+    def _meaning_cover(self, chain: Chain) -> float:
+        """The share of the question's relation-naming words (`_meaning_words`) that a distinct
+        step of the chain answers to (greedy matching, the rarest words first)."""
+        if not self.meaning_words:
+            return 0.0
+        free = [s[0] for s in [*chain.steps, *(chain.also.steps if chain.also else ())]]
+        covered = 0
+        for _, names in sorted(self.meaning_words, key=lambda wn: len(wn[1])):
+            hit = next((i for i, r in enumerate(free) if r in names), None)
+            if hit is not None:
+                covered += 1
+                free.pop(hit)
+        return covered / len(self.meaning_words)
 
     def _relation_forms(self, relation: str) -> set[str]:
         if relation not in self._forms:
@@ -169,6 +234,9 @@ class ScoreWeights:
     relation_cover: float = 0.0
     relation_order: float = 0.0
     cover_counts: bool = False
+    meaning_cover: float = 0.0
+    meaning_threshold: float = 0.55
+    meaning_margin: float = 0.0
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -176,7 +244,9 @@ class ScoreWeights:
     @classmethod
     def of(cls, config: Any) -> ScoreWeights:
         """From a `ChainsConfig` (its keys of the same names)."""
-        return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts))
+        return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts),
+                   meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
+                   meaning_margin=float(config.meaning_margin))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,

@@ -63,3 +63,15 @@ def asked_for(masked_question: str) -> str | None:
         last = len(words) - 1 - words[::-1].index("'s")
         return _noun_phrase(words[last + 1:]) or None
     return None
+
+
+def asked_class(masked_question: str) -> str | None:
+    """The class noun of a "what/which N ..." question ("what films did X write": "films";
+    "which kind of film is X": "kind of film"): the answer's kind, never a relation of the
+    chain. None otherwise: in "what is the nationality of X" or "X's mother's job" the asked
+    noun names the last relation."""
+    words = _TOKEN.findall(masked_question.lower())
+    for i, word in enumerate(words[:-1]):
+        if word in ("what", "which") and words[i + 1] not in _SKIPPED and words[i + 1] not in _STOPS:
+            return _noun_phrase(words[i + 1:]) or None
+    return None
