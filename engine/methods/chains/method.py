@@ -132,6 +132,8 @@ class ChainsConfig(MethodConfig):
     max_chunks_per_entity: int = option(4, "chunks read per entity for windows", low=1)
     window_entities: int = option(5, "entities per set of the route whose documents are read", low=1)
     abstain: bool = option(True, '"none" of the routes, then "not found" in the documents: an abstention')
+    alternatives: bool = option(False, "a question that offers alternatives (\"... north or south of Y?\") is offered "
+                                "them as answers in place of yes and no")
     max_tokens: int = option(48, "token limit of the answer call", low=1)
     seed: int = option(0, "sampling seed", low=0)
 
@@ -363,7 +365,7 @@ class ChainsRun:
         record, cfg = self.record, self.config
         names = [self.label(e) for e in candidates]
         passages = [w.text for w in evidence.windows]
-        allowed = allowed_answers(self.text, names, passages, choices=True)
+        allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives)
         record.extra["candidates"] = allowed
         record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
@@ -401,5 +403,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )
