@@ -35,6 +35,7 @@ SCORERS = {
     frozenset({"relation_cover=0", "relation_order=0"}): "asked_type+word_overlap",
     frozenset({"relation_order=0", "cover_counts=false"}): "relation_cover",
     frozenset(): "default",
+    frozenset({"meaning_cover=0.5"}): "meaning_cover",
 }
 RANKS = ("1", "2-5", "6+", "none")
 
