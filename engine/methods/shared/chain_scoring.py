@@ -69,6 +69,9 @@ class ChainScorer:
       ("who starred in ...": 3 words before it, 4 after). The term is the mean of two
       indicators: the first step names a relation word of the mention's window, and the last step
       names one of the question word's window (a window without relation words counts 0).
+    - `meaning_cover` (off by default): `relation_cover` with the relation words found by meaning
+      too ("kid" names `children`: the embedding model's closest label, cosine at least
+      `meaning_threshold`), each mention answered by a distinct step (`_meaning_words`).
 
     A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
     shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
@@ -135,9 +138,10 @@ class ChainScorer:
 
     def _meaning_words(self, relations: Sequence[str]) -> list[tuple[str, set[str]]]:
         """`meaning_cover`: the question's words that name a relation of the subgraph, each with
-        the relations it names: by word form (`word_forms`), or, with the dense scorer, by the
-        embedding model's cosine of the word and the relation's label at least
-        `meaning_threshold` ("kid" names `children`, "dad" `parents`, "job" `profession`). A word
+        the relations it names: by word form (`word_forms`), or, with the dense scorer, the
+        relation whose label the embedding model puts closest to the word, at a cosine of at
+        least `meaning_threshold` and `meaning_margin` above the next relation's ("kid" names
+        `children`, "dad" `parents`, "job" `profession`). A word
         said twice is kept twice ("the parents of X 's parents"); neighbouring words that name the
         same relation are one mention ("place of birth")."""
         tokens = _WORD.findall(self.query.lower())
