@@ -102,8 +102,8 @@ def is_yes_no(question: str) -> bool:
 
 
 # "democratic or republican", "north or south": the words either side of "or" in a question
-# that opens like a yes/no one ("either X or Y" still asks yes or no)
-_ALTERNATIVES = re.compile(r"(?<!either )\b(\w[\w-]*)\s+or\s+(\w[\w-]*)\b", re.IGNORECASE)
+# that opens like a yes/no one ("either X or Y", "whether": still yes or no, `alternatives`)
+_ALTERNATIVES = re.compile(r"\b(\w[\w-]*)\s+or\s+(\w[\w-]*)\b", re.IGNORECASE)
 
 
 def alternatives(question: str) -> list[str]:

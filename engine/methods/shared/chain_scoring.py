@@ -16,15 +16,17 @@ from typing import Any
 from engine.access.retrieval import DenseScorer
 from engine.methods.shared.chain_plans import Chain, step_text
 from engine.methods.shared.question_shape import asked_class, asked_for
-from engine.methods.shared.word_forms import same_word, word_form, word_list, word_stems
+from engine.methods.shared.word_forms import (
+    content_word,
+    same_word,
+    word_form,
+    word_list,
+    word_stems,
+)
 
 _QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where"])
 
 _WORD = re.compile(r"[a-z0-9]+")
-# question words, auxiliaries and determiners never name a relation (`meaning_cover`)
-_NOT_RELATIONS = frozenset(["who", "whom", "whose", "what", "which", "when", "where", "why", "how", "the", "are",
-                            "was", "were", "did", "does", "has", "have", "had", "that", "this", "these", "those",
-                            "and", "also", "for", "from", "with", "about", "its", "their", "can", "some", "same"])
 _MASK = re.compile(r"\[[^\]]*\]")
 
 
@@ -145,14 +147,12 @@ class ChainScorer:
         said twice is kept twice ("the parents of X 's parents"); neighbouring words that name the
         same relation are one mention ("place of birth")."""
         tokens = _WORD.findall(self.query.lower())
-        at = [i for i, w in enumerate(tokens) if len(w) > 2 and w not in _NOT_RELATIONS]
+        at = [i for i, w in enumerate(tokens) if content_word(w)]
         words = [tokens[i] for i in at]
         if not words or not relations:
             return []
         distinct = sorted(set(words))
-        named: dict[str, set[str]] = {
-            w: {r for r in relations if any(same_word(word_form(w), f) for f in self._relation_forms(r))}
-            for w in distinct}
+        named = {w: {r for r in relations if self._names({word_form(w)}, r)} for w in distinct}
         # the class noun of "what films ..." names the answer's kind (`asked_type` reads it); the
         # embedding model finds it close to every relation of its domain, so it names a relation
         # only by word form

@@ -48,7 +48,12 @@ def word_form(word: str) -> str:
 def word_list(text: str) -> list[str]:
     """The forms of the content words of `text` in order, repeats kept (three letters or more,
     function words left out)."""
-    return [word_form(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _FUNCTION]
+    return [word_form(w) for w in _WORD.findall(text.lower()) if content_word(w)]
+
+
+def content_word(word: str) -> bool:
+    """A lower-case word that can name something: three letters or more, not a function word."""
+    return len(word) > 2 and word not in _FUNCTION
 
 
 def word_stems(text: str) -> set[str]:
