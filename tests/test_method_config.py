@@ -59,7 +59,7 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
 
     # keys added since that run (the last four at defaults that leave the hash as it was)
     added = {"relation_cover": 0, "relation_order": 0, "cover_counts": False, "meaning_cover": 0.0,
-             "meaning_threshold": 0.55, "meaning_margin": 0.0, "alternatives": False}
+             "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "alternatives": False}
     configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "choose=\"llm\""])
     assert configs["chains"] == {**CHAINS_RUN_CONFIG, **added}
     kept = {k: v for k, v in configs["chains"].items() if k not in added}

@@ -248,3 +248,28 @@ def test_a_word_as_close_to_two_relations_names_neither_with_a_margin() -> None:
         return [w for w, _ in scorer.meaning_words]
     assert words(0.0) == ["family", "kid"]  # cosine 0.71 with children and with parents
     assert words(0.1) == ["kid"]
+
+
+def test_unnamed_step_costs_each_step_no_question_word_names() -> None:
+    """"who is the kid of X": `children` is named ("kid", by meaning); a second step (`place of
+    birth`, `parents`) is not, and costs `unnamed_step` each, so the one-step chain wins even where
+    the other terms cannot tell the chains apart (no hop penalty here)."""
+    def scorer(weight: float) -> ChainScorer:
+        return ChainScorer("dense", "who is the kid of X", lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                           ScoreWeights(0.0, 0.0, 0.0, 0.0, unnamed_step=weight), lambda e: e, RELATIONS)
+    named = scorer(0.5)
+    assert named.named_relations == {"children"}
+    scores = {tuple(r for r, d in c.steps if d == "out"): c.score
+              for c in enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 2, scorer=named)
+              if all(d == "out" for _, d in c.steps)}
+    assert scores[("children",)] == pytest.approx(scores[("children", "place of birth")] + 0.5)
+    assert scores[("children",)] == pytest.approx(scores[("children", "parents")] + 0.5)
+    # off (the default): the words are not even read, and the steps cost nothing
+    assert scorer(0.0).named_relations == set()
+
+
+def test_unnamed_step_costs_nothing_where_the_question_names_no_relation() -> None:
+    scorer = ChainScorer("dense", "who is X", lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                         ScoreWeights(0.0, 0.0, 0.0, 0.0, unnamed_step=0.5), lambda e: e, RELATIONS)
+    assert scorer.named_relations == set()
+    assert {c.score for c in enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 2, scorer=scorer)} == {0.0}

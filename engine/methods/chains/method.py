@@ -119,6 +119,9 @@ class ChainsConfig(MethodConfig):
     meaning_margin: float = option(0.0, "meaning_cover: how much closer than to any other relation a word must be to "
                                    "name one (\"film\" is as close to directed by as to starred actors)", low=0.0,
                                    high=1.0)
+    unnamed_step: float = option(0.0, "per step whose relation no word of the question names (by word form, or by "
+                                 "meaning as meaning_cover reads it): a step the question does not ask for costs this",
+                                 **_W)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
@@ -403,5 +406,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -74,6 +74,8 @@ class ChainScorer:
     - `meaning_cover` (off by default): `relation_cover` with the relation words found by meaning
       too ("kid" names `children`: the embedding model's closest label, cosine at least
       `meaning_threshold`), each mention answered by a distinct step (`_meaning_words`).
+    - `unnamed_step` (off by default), a cost: each step whose relation none of those words names
+      (`_unnamed`), so a chain does not go on past what the question asks for.
 
     A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
     shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
@@ -106,7 +108,8 @@ class ChainScorer:
             if at is not None else set()
         self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
             & said if asks is not None else set()
-        self.meaning_words = self._meaning_words(relations) if weights.meaning_cover else []
+        self.meaning_words = self._meaning_words(relations) if weights.meaning_cover or weights.unnamed_step else []
+        self.named_relations = {r for _, names in self.meaning_words for r in names}
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
@@ -121,6 +124,7 @@ class ChainScorer:
             result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
                           + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
+                          - w.unnamed_step * self._unnamed(c)
                           - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
         return result
 
@@ -197,6 +201,17 @@ class ChainScorer:
                 free.pop(hit)
         return covered / len(self.meaning_words)
 
+    def _unnamed(self, chain: Chain) -> int:
+        """`unnamed_step`: the chain's steps whose relation no word of the question names
+        (`_meaning_words`): a step the question does not ask for ("what films did X write":
+        `written by`, then `starred actors`) must not ride on the dense terms. A question that
+        names no relation (a documents-only index's `mentions` graph) costs nothing: the term
+        cannot tell its chains apart, and `hop_penalty` already weighs their length."""
+        if not self.named_relations:
+            return 0
+        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
+        return sum(1 for s in steps if s[0] not in self.named_relations)
+
     def _relation_forms(self, relation: str) -> set[str]:
         if relation not in self._forms:
             self._forms[relation] = word_stems(self.relation_label(relation))
@@ -241,6 +256,7 @@ class ScoreWeights:
     meaning_cover: float = 0.0
     meaning_threshold: float = 0.55
     meaning_margin: float = 0.0
+    unnamed_step: float = 0.0
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -250,7 +266,8 @@ class ScoreWeights:
         """From a `ChainsConfig` (its keys of the same names)."""
         return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts),
                    meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
-                   meaning_margin=float(config.meaning_margin))
+                   meaning_margin=float(config.meaning_margin),
+                   unnamed_step=float(config.unnamed_step))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
