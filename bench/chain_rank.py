@@ -29,12 +29,15 @@ from bench.summary import add_to_json
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-# The scorers of bench/chain_rank_md.sh by their settings, and the names the JSON keeps them under.
+# The scorers of bench/chain_rank_md.sh and bench/chain_rank_meaning_md.sh by their settings, and
+# the names the JSON keeps them under. "default" is the default before `meaning_cover` (its
+# runs pin `meaning_cover=0`); the default since is "meaning_cover", with or without the setting.
 SCORERS = {
-    frozenset({"asked_type=0", "word_overlap=0", "relation_cover=0", "relation_order=0"}): "no_terms",
-    frozenset({"relation_cover=0", "relation_order=0"}): "asked_type+word_overlap",
-    frozenset({"relation_order=0", "cover_counts=false"}): "relation_cover",
-    frozenset(): "default",
+    frozenset({"asked_type=0", "word_overlap=0", "relation_cover=0", "relation_order=0", "meaning_cover=0"}): "no_terms",
+    frozenset({"relation_cover=0", "relation_order=0", "meaning_cover=0"}): "asked_type+word_overlap",
+    frozenset({"relation_order=0", "cover_counts=false", "meaning_cover=0"}): "relation_cover",
+    frozenset({"meaning_cover=0"}): "default",
+    frozenset(): "meaning_cover",
     frozenset({"meaning_cover=0.5"}): "meaning_cover",
 }
 RANKS = ("1", "2-5", "6+", "none")

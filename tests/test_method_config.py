@@ -29,12 +29,13 @@ PINNED_DEFAULT_HASHES = {
     "hydra": "6b5828a669a80726",
     "hydra-e": "341d59350f58a23e",
     "hydra-s": "dbb9b074002d8226",
-    "chains": "cab795141bb7f821",
+    "chains": "132187f389fe46fe",
 }
 
 # data/runs/chains/metaqa-1-hop (50 MetaQA 1-hop questions, qwen2.5-coder-0.5b): its run.json config
-# and config hash, as that run wrote them, before `relation_cover`, `relation_order` and `cover_counts` existed
-# (`--set relation_cover=0 --set relation_order=0 --set cover_counts=false` gives that scorer and that hash back).
+# and config hash, as that run wrote them, before `relation_cover`, `relation_order`, `cover_counts` and `meaning_cover`
+# existed (`--set relation_cover=0 --set relation_order=0 --set cover_counts=false --set meaning_cover=0` gives that
+# scorer and that hash back).
 CHAINS_RUN_CONFIG = {
     "max_hops": 3, "max_topic_entities": 2, "topic_search": 5, "max_degree": 500, "max_nodes": 20000,
     "beam": 40, "scorer": "dense", "last_step": 0.6, "first_step": 0.6, "hop_penalty": 0.06,
@@ -59,8 +60,10 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
 
     # keys added since that run (the last four at defaults that leave the hash as it was)
     added = {"relation_cover": 0, "relation_order": 0, "cover_counts": False, "meaning_cover": 0.0,
-             "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "alternatives": False}
-    configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "choose=\"llm\""])
+             "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "silent_free": False, "inverse_steps": False,
+             "alternatives": False}
+    configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "meaning_cover=0",
+                                          "choose=\"llm\""])
     assert configs["chains"] == {**CHAINS_RUN_CONFIG, **added}
     kept = {k: v for k, v in configs["chains"].items() if k not in added}
     assert json.dumps(kept) == json.dumps(CHAINS_RUN_CONFIG)  # same types: 3 not 3.0

@@ -273,3 +273,32 @@ def test_unnamed_step_costs_nothing_where_the_question_names_no_relation() -> No
                          ScoreWeights(0.0, 0.0, 0.0, 0.0, unnamed_step=0.5), lambda e: e, RELATIONS)
     assert scorer.named_relations == set()
     assert {c.score for c in enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 2, scorer=scorer)} == {0.0}
+
+
+def test_inverse_relations_are_found_from_the_edges() -> None:
+    from engine.methods.shared.relation_inverses import inverse_relations
+
+    graph = nx.MultiDiGraph()
+    for parent, child in [("Ann", "Bob"), ("Ann", "Cy"), ("Dan", "Eve"), ("Fay", "Gus")]:
+        graph.add_edge(parent, child, key="children")
+        graph.add_edge(child, parent, key="parents")
+    graph.add_edge("Ann", "Dan", key="spouse")
+    graph.add_edge("Dan", "Ann", key="spouse")  # its own inverse: no entry
+    graph.add_edge("Bob", "Ann", key="place of birth")  # one pair with children: too few
+    assert inverse_relations(graph) == {"children": "parents", "parents": "children"}
+    assert inverse_relations(graph, min_pairs=5) == {}
+
+
+def test_a_reverse_step_reads_as_its_inverse() -> None:
+    """"who is the kid of X" over a graph that states only `parents`: with the inverse, the
+    reverse step names `children` ("kid") and wins the meaning term."""
+    edges = [("Bob", "parents", "Ann"), ("Bob", "place of birth", "Rome"), ("Ann", "place of birth", "Oslo")]
+
+    def best(inverses: dict[str, str]) -> float:
+        scorer = ChainScorer("dense", "who is the kid of X", lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                             ScoreWeights(0.0, 0.0, 0.0, 0.0, meaning_cover=1.0), lambda e: e,
+                             ["parents", "place of birth", "children"], inverses)
+        chains = enumerate_chains(_sub(edges, "Ann"), "Ann", 1, scorer=scorer)
+        return next(c.score for c in chains if c.steps == (("parents", "in"),))
+    assert best({}) == 0.0
+    assert best({"parents": "children"}) == 1.0

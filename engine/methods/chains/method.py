@@ -69,6 +69,7 @@ from engine.methods.shared.common import (
     timed,
 )
 from engine.methods.shared.labels import display_text, entity_text
+from engine.methods.shared.relation_inverses import inverse_relations
 from engine.methods.shared.topics import linked_or_searched
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord, Question
@@ -111,9 +112,10 @@ class ChainsConfig(MethodConfig):
                                 "twice (\"the director of the director of X\"), it asks for two steps naming it")
     relation_order: float = option(_D.relation_order, "weight: the first step is named next to the mention, the last next to "
                                    "the question word", **_W)
-    meaning_cover: float = option(0.0, "weight: share of the question's relation-naming words (word form, or the "
+    meaning_cover: float = option(0.5, "weight: share of the question's relation-naming words (word form, or the "
                                   "embedding model's cosine >= meaning_threshold: \"kid\" names children) that "
-                                  "distinct steps of the chain answer to", **_W)
+                                  "distinct steps of the chain answer to (0: the scorer before it was the default)",
+                                  **_W)
     meaning_threshold: float = option(0.55, "meaning_cover: cosine of a question word and a relation label that "
                                       "counts as naming it", low=0.0, high=1.0)
     meaning_margin: float = option(0.0, "meaning_cover: how much closer than to any other relation a word must be to "
@@ -122,6 +124,10 @@ class ChainsConfig(MethodConfig):
     unnamed_step: float = option(0.0, "per step whose relation no word of the question names (by word form, or by "
                                  "meaning as meaning_cover reads it): a step the question does not ask for costs this",
                                  **_W)
+    silent_free: bool = option(False, "unnamed_step: the question's words that name no relation (\"couple\" where "
+                               "the label is spouse) excuse as many unnamed steps")
+    inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
+                                 "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
@@ -212,8 +218,11 @@ class ChainsRun:
         self.record.extra["subgraph"] = sub.summary()
         query = masked_question(self.question.question, [self.label(t) for t in topics])
         relations = sorted({key for _, _, key in sub.graph.edges(keys=True)})
+        inverses = inverse_relations(sub.graph) if cfg.inverse_steps else {}
+        if inverses:
+            self.record.extra["inverse_relations"] = inverses
         scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
-                         self.label, relations)
+                             self.label, relations, inverses)
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
             every = [c for chains in per_topic for c in chains]
@@ -406,5 +415,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "silent_free": False, "inverse_steps": False, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

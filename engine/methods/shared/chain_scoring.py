@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.access.retrieval import DenseScorer
@@ -71,19 +71,24 @@ class ChainScorer:
       ("who starred in ...": 3 words before it, 4 after). The term is the mean of two
       indicators: the first step names a relation word of the mention's window, and the last step
       names one of the question word's window (a window without relation words counts 0).
-    - `meaning_cover` (off by default): `relation_cover` with the relation words found by meaning
+    - `meaning_cover` (0.5 in `chains`, off in `DEFAULT_WEIGHTS`, which `hydra` reads): `relation_cover` with the relation words found by meaning
       too ("kid" names `children`: the embedding model's closest label, cosine at least
       `meaning_threshold`), each mention answered by a distinct step (`_meaning_words`).
     - `unnamed_step` (off by default), a cost: each step whose relation none of those words names
       (`_unnamed`), so a chain does not go on past what the question asks for.
+
+    With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
+    reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
 
     A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
     shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
     place."""
 
     def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
-                 weights: ScoreWeights, label: Any = None, relations: Sequence[str] = ()) -> None:
+                 weights: ScoreWeights, label: Any = None, relations: Sequence[str] = (),
+                 inverses: Mapping[str, str] | None = None) -> None:
         self.kind = kind if dense is not None else "lexical"
+        self.inverses = dict(inverses or {})
         self.query = query
         words = query.split()
         at = next((i for i, w in enumerate(words) if "X" in w), None)
@@ -108,11 +113,13 @@ class ChainScorer:
             if at is not None else set()
         self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
             & said if asks is not None else set()
+        self.silent_words: list[str] = []
         self.meaning_words = self._meaning_words(relations) if weights.meaning_cover or weights.unnamed_step else []
         self.named_relations = {r for _, names in self.meaning_words for r in names}
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
+        chains = [self._read(c) for c in chains] if self.inverses else chains
         scores = self._similarity(self.query, [c.relation_words(label) for c in chains])
         last = self._similarity(self.head, [step_text(c.steps[-1], label) for c in chains])
         first = self._similarity(self.around, [step_text(c.steps[0], label) for c in chains])
@@ -127,6 +134,14 @@ class ChainScorer:
                           - w.unnamed_step * self._unnamed(c)
                           - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
         return result
+
+    def _read(self, chain: Chain) -> Chain:
+        """The chain as the terms read it: a reverse step of a relation with an inverse
+        (`relation_inverses`) is a forward step of the inverse (`parents (reverse)` is
+        `children`); the entity sets are the chain's own."""
+        steps = tuple((self.inverses[r], "out") if d == "in" and r in self.inverses else (r, d) for r, d in chain.steps)
+        also = self._read(chain.also) if chain.also is not None else None
+        return replace(chain, steps=steps, also=also)
 
     def _end_text(self, chain: Chain) -> str:
         """The end set as the `asked_type` term reads it: the last relation and the first three
@@ -174,6 +189,9 @@ class ChainScorer:
                 # their domain, not one of them
                 if best >= floor and best - second >= margin:
                     named[w].add(relations[int(order[0])])
+        # the words that name nothing of the subgraph (not the class noun): each may stand for a
+        # relation in words the model does not place ("couple" for `spouse`), `unnamed_step`
+        self.silent_words = [w for w in words if not named[w] and w not in kind]
         mentions: list[tuple[str, set[str]]] = []
         last = -9
         for i, w in zip(at, words, strict=True):
@@ -210,7 +228,8 @@ class ChainScorer:
         if not self.named_relations:
             return 0
         steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        return sum(1 for s in steps if s[0] not in self.named_relations)
+        unnamed = sum(1 for s in steps if s[0] not in self.named_relations)
+        return max(0, unnamed - len(self.silent_words)) if self.weights.silent_free else unnamed
 
     def _relation_forms(self, relation: str) -> set[str]:
         if relation not in self._forms:
@@ -257,6 +276,7 @@ class ScoreWeights:
     meaning_threshold: float = 0.55
     meaning_margin: float = 0.0
     unnamed_step: float = 0.0
+    silent_free: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -267,7 +287,8 @@ class ScoreWeights:
         return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts),
                    meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
                    meaning_margin=float(config.meaning_margin),
-                   unnamed_step=float(config.unnamed_step))
+                   unnamed_step=float(config.unnamed_step),
+                   silent_free=bool(config.silent_free))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
