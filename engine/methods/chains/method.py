@@ -121,11 +121,9 @@ class ChainsConfig(MethodConfig):
     meaning_margin: float = option(0.0, "meaning_cover: how much closer than to any other relation a word must be to "
                                    "name one (\"film\" is as close to directed by as to starred actors)", low=0.0,
                                    high=1.0)
-    unnamed_step: float = option(0.0, "per step whose relation no word of the question names (by word form, or by "
-                                 "meaning as meaning_cover reads it): a step the question does not ask for costs this",
-                                 **_W)
-    silent_free: bool = option(False, "unnamed_step: the question's words that name no relation (\"couple\" where "
-                               "the label is spouse) excuse as many unnamed steps")
+    unnamed_step: float = option(0.0, "per step that no relation-naming word of the question answers for (each word "
+                                 "one step, as meaning_cover reads them), less one per word that names nothing: a "
+                                 "step the question does not ask for costs this", **_W)
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     shown_chains: int = option(5, "chains the model chooses among", low=1)
@@ -415,5 +413,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "silent_free": False, "inverse_steps": False, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

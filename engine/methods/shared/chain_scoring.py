@@ -220,16 +220,25 @@ class ChainScorer:
         return covered / len(self.meaning_words)
 
     def _unnamed(self, chain: Chain) -> int:
-        """`unnamed_step`: the chain's steps whose relation no word of the question names
-        (`_meaning_words`): a step the question does not ask for ("what films did X write":
-        `written by`, then `starred actors`) must not ride on the dense terms. A question that
+        """`unnamed_step`: the chain's steps that no mention of the question answers for
+        (`_meaning_words`, each mention one step): a step the question does not ask for ("what
+        films did X write": `written by`, then `starred actors`, or `written by` again to the
+        co-writers) must not ride on the dense terms. The question's words that name nothing
+        (`silent_words`: "couple" where the label is `spouse`) excuse as many steps: they may
+        stand for a relation the scorer cannot place. A question that
         names no relation (a documents-only index's `mentions` graph) costs nothing: the term
         cannot tell its chains apart, and `hop_penalty` already weighs their length."""
         if not self.named_relations:
             return 0
-        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        unnamed = sum(1 for s in steps if s[0] not in self.named_relations)
-        return max(0, unnamed - len(self.silent_words)) if self.weights.silent_free else unnamed
+        free = [names for _, names in self.meaning_words]
+        unnamed = 0
+        for relation, _ in [*chain.steps, *(chain.also.steps if chain.also else ())]:
+            hit = next((i for i, names in enumerate(free) if relation in names), None)
+            if hit is None:
+                unnamed += 1
+            else:
+                free.pop(hit)
+        return max(0, unnamed - len(self.silent_words))
 
     def _relation_forms(self, relation: str) -> set[str]:
         if relation not in self._forms:
@@ -276,7 +285,6 @@ class ScoreWeights:
     meaning_threshold: float = 0.55
     meaning_margin: float = 0.0
     unnamed_step: float = 0.0
-    silent_free: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -287,8 +295,7 @@ class ScoreWeights:
         return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts),
                    meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
                    meaning_margin=float(config.meaning_margin),
-                   unnamed_step=float(config.unnamed_step),
-                   silent_free=bool(config.silent_free))
+                   unnamed_step=float(config.unnamed_step))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
