@@ -3,6 +3,7 @@ the gold answer first, and among the routes shown, on a question sample, without
 
 Usage: python -m bench.chain_rank --index DIR --questions FILE [--sample 50 --seed 0]
                                   [--set KEY=VALUE ...] [--show-misses N] [--json FILE]
+       python -m bench.chain_rank --merge TARGET PART...   (parallel jobs' --json files into one)
 
 Prints, of the questions whose gold answer any scored chain reaches: the share whose best chain
 (distinct end sets, best first) starts with a gold entity (rank 1), whose gold chain is among the
@@ -17,6 +18,7 @@ settings), which docs/methods/chains.md's table reads (bench/results/chain_rank.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -78,7 +80,22 @@ def entry(args: argparse.Namespace, n: int, first: int, shown_gold: int, ranks: 
             "best_first": first, "gold_shown": shown_gold, "rank": {k: ranks.get(k, 0) for k in RANKS}}
 
 
+def merge_parts(target: Path, parts: list[Path]) -> None:
+    """Add the counts of JSON files written by parallel jobs (`--json PART`) to `target`, then
+    remove the parts (bench/chain_rank_*_md.sh run two jobs at a time)."""
+    for part in parts:
+        for seed, sets in json.loads(part.read_text(encoding="utf-8")).items():
+            for name, scorers in sets.items():
+                for scorer, value in scorers.items():
+                    add_to_json(target, [seed, name, scorer], value)
+        part.unlink()
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--merge"]:  # --merge TARGET PART...
+        merge_parts(Path(argv[1]), [Path(p) for p in argv[2:]])
+        return 0
     args = build_parser().parse_args(argv)
 
     from engine.llm.scripted import ScriptedLLM

@@ -34,16 +34,5 @@ echo
 cat $out.a $out.b
 } > $out.tmp
 mv $out.tmp $out
-HF_HUB_OFFLINE=1 .venv/bin/python - "$json" "$json.a" "$json.b" <<'PY'
-import json, sys
-from pathlib import Path
-from bench.summary import add_to_json
-target = Path(sys.argv[1])
-for part in sys.argv[2:]:
-    for seed, sets in json.loads(Path(part).read_text(encoding="utf-8")).items():
-        for name, scorers in sets.items():
-            for scorer, value in scorers.items():
-                add_to_json(target, [seed, name, scorer], value)
-    Path(part).unlink()
-PY
+HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank --merge "$json" "$json.a" "$json.b"
 rm -f $out.a $out.b

@@ -304,3 +304,17 @@ def test_a_question_that_offers_alternatives_asks_which_not_yes_or_no() -> None:
     assert allowed_answers(question, [], passages, choices=True)[:2] == ["north", "south"]
     assert allowed_answers(question, [], passages)[:2] == ["yes", "no"]  # hydra's answer keeps its offer
     assert is_yes_no("Was either Lyon or Nice the capital?") and not alternatives("Was either Lyon or Nice the capital?")
+
+
+def test_chain_rank_merges_the_parallel_jobs_counts(tmp_path: Path) -> None:
+    import json
+
+    from bench.chain_rank import main
+
+    target, part = tmp_path / "chain_rank.json", tmp_path / "part.json"
+    target.write_text(json.dumps({"seed 0": {"pq-3h": {"meaning_cover": {"best_first": 35}}}}), encoding="utf-8")
+    part.write_text(json.dumps({"seed 0": {"pq-3h": {"inverse_steps=true": {"best_first": 34}}}}), encoding="utf-8")
+    assert main(["--merge", str(target), str(part)]) == 0
+    assert json.loads(target.read_text(encoding="utf-8")) == {
+        "seed 0": {"pq-3h": {"meaning_cover": {"best_first": 35}, "inverse_steps=true": {"best_first": 34}}}}
+    assert not part.exists()
