@@ -74,8 +74,9 @@ class ChainScorer:
     - `meaning_cover` (0.5 in `chains`, off in `DEFAULT_WEIGHTS`, which `hydra` reads): `relation_cover` with the relation words found by meaning
       too ("kid" names `children`: the embedding model's closest label, cosine at least
       `meaning_threshold`), each mention answered by a distinct step (`_meaning_words`).
-    - `unnamed_step` (off by default), a cost: each step whose relation none of those words names
-      (`_unnamed`), so a chain does not go on past what the question asks for.
+    - `unnamed_step` (off by default), a cost: each step that none of those mentions answers for
+      (each mention one step, less one step per word that names nothing: `_unnamed`), so a chain
+      does not go on past what the question asks for.
 
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
@@ -225,9 +226,9 @@ class ChainScorer:
         films did X write": `written by`, then `starred actors`, or `written by` again to the
         co-writers) must not ride on the dense terms. The question's words that name nothing
         (`silent_words`: "couple" where the label is `spouse`) excuse as many steps: they may
-        stand for a relation the scorer cannot place. A question that
-        names no relation (a documents-only index's `mentions` graph) costs nothing: the term
-        cannot tell its chains apart, and `hop_penalty` already weighs their length."""
+        stand for a relation the scorer cannot place. A question that names no relation (a
+        documents-only index's `mentions` graph) costs nothing: the term cannot tell its chains
+        apart, and `hop_penalty` already weighs their length."""
         if not self.named_relations:
             return 0
         free = [names for _, names in self.meaning_words]
