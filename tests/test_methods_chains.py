@@ -16,7 +16,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from engine.access.graph import Subgraph
+from engine.access.graph import Subgraph, subgraph_within
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.methods.chains.prompts import NOT_FOUND
 from engine.methods.registry import resolve_config
@@ -318,3 +318,30 @@ def test_chain_rank_merges_the_parallel_jobs_counts(tmp_path: Path) -> None:
     assert json.loads(target.read_text(encoding="utf-8")) == {
         "seed 0": {"pq-3h": {"meaning_cover": {"best_first": 35}, "inverse_steps=true": {"best_first": 34}}}}
     assert not part.exists()
+
+
+def test_a_withheld_span_is_not_offered_but_a_candidate_name_is() -> None:
+    passages = ["Jaws directed by Steven Spielberg. Jaws release year 1975."]
+    assert allowed_answers("what films did X write", ["Jaws"], passages) == ["Jaws", "Steven Spielberg", "1975"]
+    withheld = {"steven spielberg", "jaws"}
+    assert allowed_answers("what films did X write", ["Jaws"], passages, withheld=withheld) == ["Jaws", "1975"]
+
+
+def test_window_spans_that_the_graph_holds_off_the_route_are_withheld(demo_index: Path) -> None:
+    """With a chosen route, a window span naming an entity next to the route in the question subgraph
+    (not one of its ends) is not offered: the graph holds it under a relation the route did not take.
+    `graph_spans=true` offers it; spans the graph does not hold are offered either way."""
+    question = Question("demo-009", "Which company did Pellin Rail Freight complete a bulk transaction with?",
+                        ["Montesolo Asset Management"], topic_entities=["Pellin Rail Freight"])
+
+    def offered(**overrides: Any) -> tuple[AnswerRecord, list[str]]:
+        record, llm = _run(demo_index, question, _choose("bulk", NOT_FOUND), choose="top", **overrides)
+        return record, llm.requests[-1].schema["properties"]["answer"]["enum"]
+
+    record, strict = offered()
+    _, loose = offered(graph_spans=True)
+    kg = open_context(demo_index, ScriptedLLM([])).kg
+    graph = {kg.label(n) for n in subgraph_within(kg, [record.topic_entities[0]["id"]], 3).graph}
+    withheld = set(loose) - set(strict)
+    assert set(strict) <= set(loose) and withheld and withheld <= graph
+    assert set(strict) - graph  # what the reports say beyond the graph stays

@@ -25,7 +25,10 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
 6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
    candidate names, answer-shaped spans of the shown windows (`answer_spans`), yes/no for a
    yes/no question, and, only when no route was chosen, "not found" (an abstention, counted;
-   `abstain=false`: never offered). A chosen route is the model's own judgement that the
+   `abstain=false`: never offered). A window span that names another entity next to the chosen
+   route in the graph is not offered (`graph_spans=false`): the graph holds it under a relation the
+   route did not take ("1942", the release year, in a window beside the route to the films X
+   wrote); the documents add what the graph does not hold. A chosen route is the model's own judgement that the
    evidence answers the question (it could have said "none"): a 0.5B model then said "not
    found" beside a route that listed the answer, so the answer call keeps to the evidence.
 
@@ -121,9 +124,10 @@ class ChainsConfig(MethodConfig):
     meaning_margin: float = option(0.0, "meaning_cover: how much closer than to any other relation a word must be to "
                                    "name one (\"film\" is as close to directed by as to starred actors)", low=0.0,
                                    high=1.0)
-    unnamed_step: float = option(0.0, "per step that no relation-naming word of the question answers for (each word "
+    unnamed_step: float = option(0.8, "per step that no relation-naming word of the question answers for (each word "
                                  "one step, as meaning_cover reads them), less one per word that names nothing: a "
-                                 "step the question does not ask for costs this", **_W)
+                                 "step the question does not ask for costs this (0: the scorer before it was the "
+                                 "default)", **_W)
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     shown_chains: int = option(5, "chains the model chooses among", low=1)
@@ -139,6 +143,9 @@ class ChainsConfig(MethodConfig):
     max_chunks_per_entity: int = option(4, "chunks read per entity for windows", low=1)
     window_entities: int = option(5, "entities per set of the route whose documents are read", low=1)
     abstain: bool = option(True, '"none" of the routes, then "not found" in the documents: an abstention')
+    graph_spans: bool = option(False, "offer the window spans that name an entity next to the chosen route in the "
+                               "question subgraph (false: only the route's ends among them; the graph holds the "
+                               "others under relations the route did not take)")
     alternatives: bool = option(False, "a question that offers alternatives (\"... north or south of Y?\") is offered "
                                 "them as answers in place of yes and no")
     max_tokens: int = option(48, "token limit of the answer call", low=1)
@@ -195,12 +202,13 @@ class ChainsRun:
             per_route = max(1, cfg.max_candidates // len(read))
             candidates = list(dict.fromkeys(e for c in read for e in c.ends[:per_route]))
             evidence = self.evidence(topics, read, candidates)
-            self.answer(topics, read[0], candidates, evidence)
+            self.answer(topics, read[0], candidates, evidence, self._withheld(topics, read, candidates))
             return self.record
         chosen = self.choose(shown)
         candidates = chosen.ends[: cfg.max_candidates] if chosen else []
-        evidence = self.evidence(topics, [chosen] if chosen else [], candidates)
-        self.answer(topics, chosen, candidates, evidence)
+        routes = [chosen] if chosen else []
+        evidence = self.evidence(topics, routes, candidates)
+        self.answer(topics, chosen, candidates, evidence, self._withheld(topics, routes, candidates))
         return self.record
 
     # ---- 2. chains, no LLM ----------------------------------------------------------------------
@@ -369,13 +377,29 @@ class ChainsRun:
                     break
         return kept
 
+    def _withheld(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> set[str]:
+        """The names (lower case) the answer call is not offered as window spans (`graph_spans=false`):
+        the entities next to the chosen routes in the question subgraph (neighbours of the topics and of
+        the entities whose documents gave the windows) that are not the routes' ends. The graph holds
+        them under a relation the routes did not take: "Tennessee Johnson release year 1942" in a
+        window beside the route to the films Alvin Meyers wrote. The documents add what the graph does
+        not hold (the chief executive that a supplier's report names). No route: nothing withheld."""
+        if self.config.graph_spans or not routes or self.sub is None:
+            return set()
+        graph = self.sub.graph
+        near = [*topics, *(e for c in routes for e in self._route_entities(c))]
+        around = {n for e in near if e in graph for n in (*graph.successors(e), *graph.predecessors(e))}
+        ends = {self.label(e).lower() for e in candidates}
+        return {name for name in (self.label(n).lower() for n in around | set(topics)) if name not in ends}
+
     # ---- 6. one answer ----------------------------------------------------------------------------
 
-    def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence) -> None:
+    def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence,
+               withheld: set[str] | None = None) -> None:
         record, cfg = self.record, self.config
         names = [self.label(e) for e in candidates]
         passages = [w.text for w in evidence.windows]
-        allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives)
+        allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives, withheld=withheld or set())
         record.extra["candidates"] = allowed
         record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
@@ -413,5 +437,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -9,7 +9,7 @@ answer call may give, so an answer is always a span of the evidence the model wa
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 # A run of capitalised words, allowing a few lower-case joiners inside ("Bank of England",
 # "Jean de Florette"); digits may follow ("Apollo 11"). A full stop ends a run ("John Pinette.
@@ -115,10 +115,11 @@ def alternatives(question: str) -> list[str]:
 
 
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
-                    limit: int = 60, choices: bool = False) -> list[str]:
+                    limit: int = 60, choices: bool = False, withheld: Collection[str] = ()) -> list[str]:
     """The answers the model may give: "yes"/"no" for a yes/no question, the candidate entity
     names, then the spans of the passages, at most `limit` in all. With `choices`, a question that
-    offers alternatives ("... democratic or republican?") gets them in place of yes and no."""
+    offers alternatives ("... democratic or republican?") gets them in place of yes and no. A span
+    in `withheld` (lower case) is not offered; a candidate name always is."""
     allowed: dict[str, None] = {}
     offered = alternatives(question) if choices else []
     if is_yes_no(question) and not offered:
@@ -129,5 +130,6 @@ def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str]
             allowed.setdefault(name.strip(), None)
     for passage in passages:
         for span in spans_of(passage):
-            allowed.setdefault(span, None)
+            if span.lower() not in withheld:
+                allowed.setdefault(span, None)
     return list(allowed)[:limit]
