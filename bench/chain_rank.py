@@ -31,23 +31,16 @@ from bench.summary import add_to_json
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-# The scorers of bench/chain_rank_md.sh, bench/chain_rank_meaning_md.sh and
-# bench/chain_rank_options_md.sh by their settings, and the names the JSON keeps them under. Each
-# scorer made before a default changed pins the settings it had then: "default" is the default
-# before `meaning_cover` (`meaning_cover=0 unnamed_step=0`), "meaning_cover" the default before
-# `unnamed_step` (`unnamed_step=0`), and "unnamed_step=0.8" the default since, with or without
-# the setting.
-_OLD = "unnamed_step=0"
+# The scorers of bench/chain_rank_md.sh and bench/chain_rank_meaning_md.sh by their settings, and
+# the names the JSON keeps them under. "default" is the default before `meaning_cover` (its
+# runs pin `meaning_cover=0`); the default since is "meaning_cover", with or without the setting.
 SCORERS = {
-    frozenset({"asked_type=0", "word_overlap=0", "relation_cover=0", "relation_order=0", "meaning_cover=0", _OLD}): "no_terms",
-    frozenset({"relation_cover=0", "relation_order=0", "meaning_cover=0", _OLD}): "asked_type+word_overlap",
-    frozenset({"relation_order=0", "cover_counts=false", "meaning_cover=0", _OLD}): "relation_cover",
-    frozenset({"meaning_cover=0", _OLD}): "default",
-    frozenset({_OLD}): "meaning_cover",
-    frozenset({"meaning_cover=0.5", _OLD}): "meaning_cover",
-    frozenset({"inverse_steps=true", _OLD}): "inverse_steps=true",
-    frozenset(): "unnamed_step=0.8",
-    frozenset({"unnamed_step=0.8"}): "unnamed_step=0.8",
+    frozenset({"asked_type=0", "word_overlap=0", "relation_cover=0", "relation_order=0", "meaning_cover=0"}): "no_terms",
+    frozenset({"relation_cover=0", "relation_order=0", "meaning_cover=0"}): "asked_type+word_overlap",
+    frozenset({"relation_order=0", "cover_counts=false", "meaning_cover=0"}): "relation_cover",
+    frozenset({"meaning_cover=0"}): "default",
+    frozenset(): "meaning_cover",
+    frozenset({"meaning_cover=0.5"}): "meaning_cover",
 }
 RANKS = ("1", "2-5", "6+", "none")
 

@@ -10,10 +10,10 @@ S=../shared/data
 out=bench/results/CHAIN-RANK.md
 json=bench/results/chain_rank.json
 rm -f $json.tmp
-V0="--set asked_type=0 --set word_overlap=0 --set relation_cover=0 --set relation_order=0 --set meaning_cover=0 --set unnamed_step=0"
-V1="--set relation_cover=0 --set relation_order=0 --set meaning_cover=0 --set unnamed_step=0"
-V2="--set relation_order=0 --set cover_counts=false --set meaning_cover=0 --set unnamed_step=0"
-V3="--set meaning_cover=0 --set unnamed_step=0"  # the default before meaning_cover (bench/chain_rank_meaning_md.sh has it)
+V0="--set asked_type=0 --set word_overlap=0 --set relation_cover=0 --set relation_order=0 --set meaning_cover=0"
+V1="--set relation_cover=0 --set relation_order=0 --set meaning_cover=0"
+V2="--set relation_order=0 --set cover_counts=false --set meaning_cover=0"
+V3="--set meaning_cover=0"  # the default before meaning_cover (bench/chain_rank_meaning_md.sh has it)
 run() { echo "\$ python -m bench.chain_rank $*"; echo '```'; HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank "$@" --json $json.tmp 2>/dev/null; echo '```'; echo; }
 sets() {  # $1 seed, then the scorers
   local seed=$1; shift

@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 S=../shared/data
 out=bench/results/CHAIN-RANK-MEANING.md
 json=bench/results/chain_rank.json
-M="--set meaning_cover=0.5 --set unnamed_step=0"
-D="--set meaning_cover=0 --set unnamed_step=0"  # the default before meaning_cover
+M="--set meaning_cover=0.5"
+D="--set meaning_cover=0"  # the default before meaning_cover
 run() {  # $1: the JSON file this job writes; then bench.chain_rank's arguments
   local part=$1; shift
   echo "\$ python -m bench.chain_rank $*"; echo '```'

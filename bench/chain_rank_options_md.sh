@@ -23,7 +23,7 @@ rm -f $out.a $out.b $json.a $json.b
 done; } > $out.a &
 { for seed in 0 1 2 3; do echo "## PQ-3H, seed $seed"; echo
   run $json.b --index data/indexes/pq3h --questions $S/pathquestion/PQ-3H.txt --seed $seed --set unnamed_step=0.8
-  run $json.b --index data/indexes/pq3h --questions $S/pathquestion/PQ-3H.txt --seed $seed --set inverse_steps=true --set unnamed_step=0
+  run $json.b --index data/indexes/pq3h --questions $S/pathquestion/PQ-3H.txt --seed $seed --set inverse_steps=true
 done; } > $out.b &
 wait
 {

@@ -329,8 +329,8 @@ def test_a_withheld_span_is_not_offered_but_a_candidate_name_is() -> None:
 
 def test_window_spans_that_the_graph_holds_off_the_route_are_withheld(demo_index: Path) -> None:
     """With a chosen route, a window span naming an entity next to the route in the question subgraph
-    (not one of its ends) is not offered: the graph holds it under a relation the route did not take.
-    `graph_spans=true` offers it; spans the graph does not hold are offered either way."""
+    (not one of its ends) is not offered with `graph_spans=false`: the graph holds it under a relation
+    the route did not take. The default offers it; spans the graph does not hold are offered either way."""
     question = Question("demo-009", "Which company did Pellin Rail Freight complete a bulk transaction with?",
                         ["Montesolo Asset Management"], topic_entities=["Pellin Rail Freight"])
 
@@ -338,8 +338,9 @@ def test_window_spans_that_the_graph_holds_off_the_route_are_withheld(demo_index
         record, llm = _run(demo_index, question, _choose("bulk", NOT_FOUND), choose="top", **overrides)
         return record, llm.requests[-1].schema["properties"]["answer"]["enum"]
 
-    record, strict = offered()
-    _, loose = offered(graph_spans=True)
+    assert resolve_config("chains")["graph_spans"] is True  # the default offers them
+    record, strict = offered(graph_spans=False)
+    _, loose = offered()
     kg = open_context(demo_index, ScriptedLLM([])).kg
     graph = {kg.label(n) for n in subgraph_within(kg, [record.topic_entities[0]["id"]], 3).graph}
     withheld = set(loose) - set(strict)

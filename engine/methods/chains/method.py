@@ -25,10 +25,10 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
 6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
    candidate names, answer-shaped spans of the shown windows (`answer_spans`), yes/no for a
    yes/no question, and, only when no route was chosen, "not found" (an abstention, counted;
-   `abstain=false`: never offered). A window span that names another entity next to the chosen
-   route in the graph is not offered (`graph_spans=false`): the graph holds it under a relation the
-   route did not take ("1942", the release year, in a window beside the route to the films X
-   wrote); the documents add what the graph does not hold. A chosen route is the model's own judgement that the
+   `abstain=false`: never offered). With `graph_spans=false` a window span that names another
+   entity next to the chosen route in the graph is not offered: the graph holds it under a
+   relation the route did not take ("1942", the release year, in a window beside the route to the
+   films X wrote). A chosen route is the model's own judgement that the
    evidence answers the question (it could have said "none"): a 0.5B model then said "not
    found" beside a route that listed the answer, so the answer call keeps to the evidence.
 
@@ -124,10 +124,9 @@ class ChainsConfig(MethodConfig):
     meaning_margin: float = option(0.0, "meaning_cover: how much closer than to any other relation a word must be to "
                                    "name one (\"film\" is as close to directed by as to starred actors)", low=0.0,
                                    high=1.0)
-    unnamed_step: float = option(0.8, "per step that no relation-naming word of the question answers for (each word "
+    unnamed_step: float = option(0.0, "per step that no relation-naming word of the question answers for (each word "
                                  "one step, as meaning_cover reads them), less one per word that names nothing: a "
-                                 "step the question does not ask for costs this (0: the scorer before it was the "
-                                 "default)", **_W)
+                                 "step the question does not ask for costs this", **_W)
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     shown_chains: int = option(5, "chains the model chooses among", low=1)
@@ -143,7 +142,7 @@ class ChainsConfig(MethodConfig):
     max_chunks_per_entity: int = option(4, "chunks read per entity for windows", low=1)
     window_entities: int = option(5, "entities per set of the route whose documents are read", low=1)
     abstain: bool = option(True, '"none" of the routes, then "not found" in the documents: an abstention')
-    graph_spans: bool = option(False, "offer the window spans that name an entity next to the chosen route in the "
+    graph_spans: bool = option(True, "offer the window spans that name an entity next to the chosen route in the "
                                "question subgraph (false: only the route's ends among them; the graph holds the "
                                "others under relations the route did not take)")
     alternatives: bool = option(False, "a question that offers alternatives (\"... north or south of Y?\") is offered "

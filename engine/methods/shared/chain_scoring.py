@@ -74,7 +74,7 @@ class ChainScorer:
     - `meaning_cover` (0.5 in `chains`, off in `DEFAULT_WEIGHTS`, which `hydra` reads): `relation_cover` with the relation words found by meaning
       too ("kid" names `children`: the embedding model's closest label, cosine at least
       `meaning_threshold`), each mention answered by a distinct step (`_meaning_words`).
-    - `unnamed_step` (0.8 in `chains`, off in `DEFAULT_WEIGHTS`), a cost: each step that none of those mentions answers for
+    - `unnamed_step` (off by default), a cost: each step that none of those mentions answers for
       (each mention one step, less one step per word that names nothing: `_unnamed`), so a chain
       does not go on past what the question asks for.
 
