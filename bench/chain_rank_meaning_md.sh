@@ -13,11 +13,7 @@ out=bench/results/CHAIN-RANK-MEANING.md
 json=bench/results/chain_rank.json
 M="--set meaning_cover=0.5"
 D="--set meaning_cover=0"  # the default before meaning_cover
-run() {  # $1: the JSON file this job writes; then bench.chain_rank's arguments
-  local part=$1; shift
-  echo "\$ python -m bench.chain_rank $*"; echo '```'
-  HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank "$@" --json "$part" 2>/dev/null; echo '```'; echo
-}
+. bench/chain_rank_jobs.sh
 sets() {  # $1 the job's JSON file, $2 seed, then the scorers
   local part=$1 seed=$2; shift 2
   for h in 1 2 3; do for v in "$@"; do run "$part" --index data/indexes/metaqa --questions $S/metaqa/questions/$h-hop/qa_dev.txt --seed $seed $v; done; done
@@ -27,13 +23,5 @@ rm -f $out.a $out.b $json.a $json.b
 { for seed in 0 1 2; do echo "## Seed $seed"; echo; sets $json.a $seed "$M"; done; } > $out.a &
 { echo "## Seed 3 (fresh)"; echo; sets $json.b 3 "$D" "$M"; } > $out.b &
 wait
-{
-echo "# chains: the LLM-free chain ranking with \`meaning_cover\`, MetaQA dev and PQ-3H, samples of 50"
-echo
-echo "\`$M\` beside the default before it, \`$D\` (its counts for seeds 0-2 are in CHAIN-RANK.md). Seeds 0 and 1: the samples the weight (0.5 of 0.5 and 1.0) was chosen on and the class-noun and one-mention rules were read from; seed 2: the first check (a \`meaning_margin\` variant, not kept, was tried on it after); seed 3: a fresh sample. \`bash bench/chain_rank_meaning_md.sh\` writes this file."
-echo
-cat $out.a $out.b
-} > $out.tmp
-mv $out.tmp $out
-HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank --merge "$json" "$json.a" "$json.b"
-rm -f $out.a $out.b
+finish "chains: the LLM-free chain ranking with \`meaning_cover\`, MetaQA dev and PQ-3H, samples of 50" \
+  "\`$M\` beside the default before it, \`$D\` (its counts for seeds 0-2 are in CHAIN-RANK.md). Seeds 0 and 1: the samples the weight (0.5 of 0.5 and 1.0) was chosen on and the class-noun and one-mention rules were read from; seed 2: the first check (a \`meaning_margin\` variant, not kept, was tried on it after); seed 3: a fresh sample. \`bash bench/chain_rank_meaning_md.sh\` writes this file."

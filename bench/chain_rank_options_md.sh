@@ -12,11 +12,7 @@ cd "$(dirname "$0")/.."
 S=../shared/data
 out=bench/results/CHAIN-RANK-OPTIONS.md
 json=bench/results/chain_rank.json
-run() {  # $1: the JSON file this job writes; then bench.chain_rank's arguments
-  local part=$1; shift
-  echo "\$ python -m bench.chain_rank $*"; echo '```'
-  HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank "$@" --json "$part" 2>/dev/null; echo '```'; echo
-}
+. bench/chain_rank_jobs.sh
 rm -f $out.a $out.b $json.a $json.b
 { for seed in 0 1 2 3; do echo "## unnamed_step=0.8, seed $seed"; echo
   for h in 1 2 3; do run $json.a --index data/indexes/metaqa --questions $S/metaqa/questions/$h-hop/qa_dev.txt --seed $seed --set unnamed_step=0.8; done
@@ -26,13 +22,5 @@ done; } > $out.a &
   run $json.b --index data/indexes/pq3h --questions $S/pathquestion/PQ-3H.txt --seed $seed --set inverse_steps=true
 done; } > $out.b &
 wait
-{
-echo "# chains: the LLM-free chain ranking with the options \`unnamed_step\` and \`inverse_steps\`, samples of 50"
-echo
-echo "Beside the default (its counts, \`meaning_cover\`, are in CHAIN-RANK-MEANING.md). \`bash bench/chain_rank_options_md.sh\` writes this file."
-echo
-cat $out.a $out.b
-} > $out.tmp
-mv $out.tmp $out
-HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank --merge "$json" "$json.a" "$json.b"
-rm -f $out.a $out.b
+finish "chains: the LLM-free chain ranking with the options \`unnamed_step\` and \`inverse_steps\`, samples of 50" \
+  "Beside the default (its counts, \`meaning_cover\`, are in CHAIN-RANK-MEANING.md). \`bash bench/chain_rank_options_md.sh\` writes this file."

@@ -1,0 +1,16 @@
+# Sourced by bench/chain_rank_meaning_md.sh and bench/chain_rank_options_md.sh: each runs two jobs
+# of bench.chain_rank at once, writing $out.a / $out.b and their counts to $json.a / $json.b.
+# Needs $out (the results page) and $json (bench/results/chain_rank.json) set.
+
+run() {  # $1: the JSON file this job writes; then bench.chain_rank's arguments
+  local part=$1; shift
+  echo "\$ python -m bench.chain_rank $*"; echo '```'
+  HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank "$@" --json "$part" 2>/dev/null; echo '```'; echo
+}
+
+finish() {  # $1: the page's title, $2: its introduction; after `wait`
+  { echo "# $1"; echo; echo "$2"; echo; cat "$out.a" "$out.b"; } > "$out.tmp"
+  mv "$out.tmp" "$out"
+  HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank --merge "$json" "$json.a" "$json.b"
+  rm -f "$out.a" "$out.b"
+}
