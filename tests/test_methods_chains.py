@@ -346,3 +346,54 @@ def test_window_spans_that_the_graph_holds_off_the_route_are_withheld(demo_index
     withheld = set(loose) - set(strict)
     assert set(strict) <= set(loose) and withheld and withheld <= graph
     assert set(strict) - graph  # what the reports say beyond the graph stays
+
+
+def _half_kb_index(tmp_path: Path) -> Path:
+    """A graph that lost a fact (Duel written by Richard Matheson) which a document still states."""
+    from index.build import build_index
+    from index.doc_options import DocOptions, DocSource
+    from index.kg_stage import KgSource
+
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("I Am Legend\twritten_by\tRichard Matheson\nI Am Legend\thas_genre\tHorror\n"
+                  "Duel\thas_genre\tThriller\nDuel\tdirected_by\tSteven Spielberg\n"
+                  "Jaws\tdirected_by\tSteven Spielberg\n", encoding="utf-8")
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "d1", "title": "Duel", "text": "Duel written by Richard Matheson. Duel is a road film."}\n'
+                    '{"id": "d2", "title": "Jaws", "text": "Jaws is a film about a shark."}\n', encoding="utf-8")
+    out = tmp_path / "index"
+    build_index(out, [KgSource(kb, "tsv")], [DocSource(docs, "jsonl", "wiki")],
+                doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
+    return out
+
+
+def test_doc_steps_reach_what_only_a_document_states(tmp_path: Path) -> None:
+    """`doc_steps`: the entities whose documents name the topic join the question subgraph, linked to
+    it by a `mentions` step, with their own facts: the genre of the film whose writer only its
+    document names is reached. Off (the default), no chain reaches that film."""
+    from engine.methods.chains.method import MENTIONED, ChainsRun
+    from engine.methods.shared.topics import linked_or_searched
+
+    ctx = open_context(_half_kb_index(tmp_path), ScriptedLLM([]))
+    question = Question("q", "the films written by [Richard Matheson] were in which genres", ["Thriller", "Horror"],
+                        topic_entities=["Richard Matheson"])
+
+    def planned(**overrides: Any) -> tuple[ChainsRun, list[Chain]]:
+        run = ChainsRun(question, ctx, resolve_config("chains", overrides))
+        topics = linked_or_searched(question, ctx, run.record, 2, 0, run.label)
+        assert [run.label(t) for t in topics] == ["Richard Matheson"]
+        return run, run.plan(topics)
+
+    def reached(chains: list[Chain], run: ChainsRun) -> set[str]:
+        return {run.label(e) for c in chains for e in c.ends}
+
+    assert resolve_config("chains")["doc_steps"] == 0
+    off, shown = planned()
+    assert "Thriller" not in reached(shown, off) and "doc_linked" not in off.record.extra
+    on, shown = planned(doc_steps=5)
+    assert "Thriller" in reached(shown, on) and on.record.extra["doc_linked"] == 1
+    assert on.sub is not None
+    linked = [(on.label(u), on.label(v)) for u, v, key in on.sub.graph.edges(keys=True) if key == MENTIONED]
+    assert linked == [("Duel", "Richard Matheson")]  # Jaws's document does not name him
+    route = next(c for c in shown if "Thriller" in {on.label(e) for e in c.ends})
+    assert route.relation_words(on.relation_label).startswith("mentions (reverse)")

@@ -38,6 +38,7 @@ was found): at most 2 per question.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -83,6 +84,8 @@ if TYPE_CHECKING:
     from engine.methods.context import Context
 
 CHOOSERS = ("llm", "top", "answer")
+MENTIONED = "localkg:mentions"  # `doc_steps`: (document's entity, MENTIONED, entity its text names)
+MENTIONED_LABEL = "mentions"
 SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
@@ -129,6 +132,9 @@ class ChainsConfig(MethodConfig):
                                  "step the question does not ask for costs this", **_W)
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
+    doc_steps: int = option(0, "a step through the documents: the entities whose documents name a topic entity "
+                            "(of its best `doc_steps` sparse-search passages) join the question subgraph, linked "
+                            "to it by a `mentioned in` step (0: off)", low=0)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
@@ -190,6 +196,9 @@ class ChainsRun:
     def label(self, node: str) -> str:
         return entity_text(self.kg, node)
 
+    def relation_label(self, relation: str) -> str:
+        return MENTIONED_LABEL if relation == MENTIONED else self.kg.relation_label(relation)
+
     def run(self) -> AnswerRecord:
         cfg = self.config
         topics = linked_or_searched(self.question, self.ctx, self.record, cfg.max_topic_entities,
@@ -219,6 +228,8 @@ class ChainsRun:
         with timed(self.record, "subgraph"):
             sub = subgraph_within(self.kg, topics, cfg.max_hops, max_degree=cfg.max_degree,
                                   max_nodes=cfg.max_nodes)
+            if cfg.doc_steps and self.docs is not None and cfg.max_hops > 1:
+                self._document_steps(sub, topics)
         self.sub = sub
         self.record.extra["subgraph"] = sub.summary()
         query = masked_question(self.question.question, [self.label(t) for t in topics])
@@ -226,7 +237,7 @@ class ChainsRun:
         inverses = inverse_relations(sub.graph) if cfg.inverse_steps else {}
         if inverses:
             self.record.extra["inverse_relations"] = inverses
-        scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
+        scorer = ChainScorer(cfg.scorer, query, self.relation_label, self.dense, ScoreWeights.of(cfg),
                              self.label, relations, inverses)
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
@@ -237,7 +248,7 @@ class ChainsRun:
             shown = distinct_best(every, cfg.shown_chains)
         self.record.extra["chains_scored"] = len(every)
         self.record.extra["chains_shown"] = [
-            {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.kg.relation_label),
+            {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.relation_label),
              "score": round(c.score, 4), "ends": len(c.ends), "gold": self.gold_in(c.ends)}
             for i, c in enumerate(shown, 1)]
         ranked = distinct_best(every, len(every))
@@ -246,6 +257,39 @@ class ChainsRun:
         self.record.extra["scored_query"] = query
         self.masked = query
         return shown
+
+    def _document_steps(self, sub: Subgraph, topics: list[str]) -> None:
+        """`doc_steps`: the entities whose documents name a topic entity, in the subgraph with their own
+        neighbourhood (one hop less), each linked to the topic by an edge `MENTIONED` (document's
+        entity -> topic): a fact the graph lost may still be written in a document."""
+        assert self.docs is not None
+        linked: dict[str, str] = {}
+        for topic in topics:
+            name = self.label(topic)
+            if len(name) < 3:
+                continue
+            pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+            hits = []
+            for search in (self.docs.sparse_search, self.docs.dense_search):
+                try:
+                    hits = search(name, self.config.doc_steps)
+                    break
+                except LocalkgError:  # built without the sparse index (or the vectors)
+                    continue
+            for hit in hits:
+                entity = hit.chunk.entity
+                if entity and entity not in topics and pattern.search(hit.chunk.text):
+                    linked.setdefault(entity, topic)
+        if not linked:
+            return
+        more = subgraph_within(self.kg, list(linked), self.config.max_hops - 1, max_degree=self.config.max_degree,
+                               max_nodes=self.config.max_nodes)
+        for node, d in more.depth.items():
+            sub.depth.setdefault(node, d + 1)
+        sub.graph.add_edges_from(more.graph.edges(keys=True))
+        for entity, topic in linked.items():
+            sub.graph.add_edge(entity, topic, key=MENTIONED)
+        self.record.extra["doc_linked"] = len(linked)
 
     def gold_in(self, entities: Sequence[str], texts: Sequence[str] = ()) -> list[str]:
         """The gold answers among these entities (or, documents, said by these texts): for the
@@ -257,7 +301,7 @@ class ChainsRun:
                                 beam=self.config.beam)
 
     def route(self, chain: Chain) -> str:
-        return chain.sentence(self.label, self.kg.relation_label, self.config.max_shown)
+        return chain.sentence(self.label, self.relation_label, self.config.max_shown)
 
     # ---- 3. one choice ----------------------------------------------------------------------------
 
@@ -306,10 +350,10 @@ class ChainsRun:
     def _fact(self, chain: Chain, candidates: list[str]) -> str:
         """The chosen chain as one line, its end set in full up to the candidates."""
         names = ", ".join(dict.fromkeys(self.label(e) for e in candidates))
-        steps = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.steps)
+        steps = " -> ".join(step_text(s, self.relation_label) for s in chain.steps)
         head = f"{self.label(chain.topic)} -> {steps}"
         if chain.also is not None:
-            other = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.also.steps)
+            other = " -> ".join(step_text(s, self.relation_label) for s in chain.also.steps)
             head += f"; {self.label(chain.also.topic)} -> {other}"
         return f"{head}: {names}"
 
@@ -320,15 +364,17 @@ class ChainsRun:
         for c in [chain, *([chain.also] if chain.also else [])]:
             for i, (relation, direction) in enumerate(c.steps):
                 heads, tails = c.sets[i][:3], c.sets[i + 1]
+                if relation == MENTIONED:  # a document's words, not a stored fact (the windows show them)
+                    continue
                 for head in heads:
                     for tail in tails[:3]:
                         fact = (head, relation, tail) if direction == "out" else (tail, relation, head)
                         if self._holds(fact):
                             ids.append(list(fact))
-                            triples.append([display_text(self.kg, fact[0]), self.kg.relation_label(relation),
+                            triples.append([display_text(self.kg, fact[0]), self.relation_label(relation),
                                             display_text(self.kg, fact[2])])
         return EvidencePath(source="kg", triples=triples, triple_ids=ids,
-                            relation_ids=[r for r, _ in chain.steps], score=round(chain.score, 6),
+                            relation_ids=[r for r, _ in chain.steps if r != MENTIONED], score=round(chain.score, 6),
                             score_kind="cosine of the chain's relations to the question")
 
     def _holds(self, fact: tuple[str, str, str]) -> bool:
@@ -436,5 +482,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )
