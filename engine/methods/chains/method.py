@@ -10,7 +10,10 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
 2. Chains, no LLM: the question subgraph (`subgraph_within`, `max_hops` hops); every relation
    chain of 1..`max_hops` steps leaving each topic entity, both directions, walked over entity
    sets (`chain_plans.enumerate_chains`, a beam of the best `beam` per level); with two topic
-   entities, also the pairs of chains whose end sets meet. Each chain's relation words are
+   entities, also the pairs of chains whose end sets meet.
+   With `doc_steps` (off by default) the entities whose documents name a topic entity join the
+   subgraph through a `mentions` step (`_document_steps`): a fact the graph lost is still reached
+   through the document that states it. Each chain's relation words are
    scored against the question with the index's embedding model (cosine; `scorer=dense`) or by
    word overlap (`scorer=lexical`), and the best `shown_chains` with distinct end sets are kept.
 3. The choice: by default the scorer's best route (`choose=top`, no call: with the 0.5B model a
@@ -134,7 +137,7 @@ class ChainsConfig(MethodConfig):
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     doc_steps: int = option(0, "a step through the documents: the entities whose documents name a topic entity "
                             "(of its best `doc_steps` sparse-search passages) join the question subgraph, linked "
-                            "to it by a `mentioned in` step (0: off)", low=0)
+                            "to it by a `mentions` step (0: off)", low=0)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
     choose: str = option("top", "top: the scorer's best route, no call; llm: one choice call; answer: no call, "
                                 "the answer call reads the best `answer_routes` routes", choices=CHOOSERS)
@@ -269,7 +272,7 @@ class ChainsRun:
             if len(name) < 3:
                 continue
             pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
-            hits = []
+            hits: list[Any] = []
             for search in (self.docs.sparse_search, self.docs.dense_search):
                 try:
                     hits = search(name, self.config.doc_steps)
