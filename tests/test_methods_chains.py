@@ -370,7 +370,7 @@ def _half_kb_index(tmp_path: Path) -> Path:
 def test_doc_steps_reach_what_only_a_document_states(tmp_path: Path) -> None:
     """`doc_steps`: the entities whose documents name the topic join the question subgraph, linked to
     it by a `mentions` step, with their own facts: the genre of the film whose writer only its
-    document names is reached. Off (the default), no chain reaches that film."""
+    document names is reached (the default). Off, no chain reaches that film."""
     from engine.methods.chains.method import MENTIONED, ChainsRun
     from engine.methods.shared.topics import linked_or_searched
 
@@ -387,8 +387,8 @@ def test_doc_steps_reach_what_only_a_document_states(tmp_path: Path) -> None:
     def reached(chains: list[Chain], run: ChainsRun) -> set[str]:
         return {run.label(e) for c in chains for e in c.ends}
 
-    assert resolve_config("chains")["doc_steps"] == 0
-    off, shown = planned()
+    assert resolve_config("chains")["doc_steps"] == 20
+    off, shown = planned(doc_steps=0)
     assert "Thriller" not in reached(shown, off) and "doc_linked" not in off.record.extra
     on, shown = planned(doc_steps=5)
     assert "Thriller" in reached(shown, on) and on.record.extra["doc_linked"] == 1

@@ -11,7 +11,7 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    chain of 1..`max_hops` steps leaving each topic entity, both directions, walked over entity
    sets (`chain_plans.enumerate_chains`, a beam of the best `beam` per level); with two topic
    entities, also the pairs of chains whose end sets meet.
-   With `doc_steps` (off by default) the entities whose documents name a topic entity join the
+   With `doc_steps` (on by default) the entities whose documents name a topic entity join the
    subgraph through a `mentions` step (`_document_steps`): a fact the graph lost is still reached
    through the document that states it. Each chain's relation words are
    scored against the question with the index's embedding model (cosine; `scorer=dense`) or by
@@ -135,7 +135,7 @@ class ChainsConfig(MethodConfig):
                                  "step the question does not ask for costs this", **_W)
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
-    doc_steps: int = option(0, "a step through the documents: the entities whose documents name a topic entity "
+    doc_steps: int = option(20, "a step through the documents: the entities whose documents name a topic entity "
                             "(of its best `doc_steps` sparse-search passages) join the question subgraph, linked "
                             "to it by a `mentions` step (0: off)", low=0)
     shown_chains: int = option(5, "chains the model chooses among", low=1)
