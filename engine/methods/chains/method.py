@@ -73,6 +73,7 @@ from engine.methods.shared.common import (
     optional_embedder,
     question_text,
     rank_answers,
+    search_passages,
     timed,
 )
 from engine.methods.shared.labels import display_text, entity_text
@@ -87,8 +88,9 @@ if TYPE_CHECKING:
     from engine.methods.context import Context
 
 CHOOSERS = ("llm", "top", "answer")
-MENTIONED = "localkg:mentions"  # `doc_steps`: (document's entity, MENTIONED, entity its text names)
-MENTIONED_LABEL = "mentions"
+# `doc_steps`: (document's entity, MENTIONED, entity its text names), found at query time, not
+# stored; the KG reads it as "mentions" (`readable_relation`)
+MENTIONED = "localkg:mentions"
 SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
@@ -199,9 +201,6 @@ class ChainsRun:
     def label(self, node: str) -> str:
         return entity_text(self.kg, node)
 
-    def relation_label(self, relation: str) -> str:
-        return MENTIONED_LABEL if relation == MENTIONED else self.kg.relation_label(relation)
-
     def run(self) -> AnswerRecord:
         cfg = self.config
         topics = linked_or_searched(self.question, self.ctx, self.record, cfg.max_topic_entities,
@@ -240,7 +239,7 @@ class ChainsRun:
         inverses = inverse_relations(sub.graph) if cfg.inverse_steps else {}
         if inverses:
             self.record.extra["inverse_relations"] = inverses
-        scorer = ChainScorer(cfg.scorer, query, self.relation_label, self.dense, ScoreWeights.of(cfg),
+        scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
                              self.label, relations, inverses)
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
@@ -251,7 +250,7 @@ class ChainsRun:
             shown = distinct_best(every, cfg.shown_chains)
         self.record.extra["chains_scored"] = len(every)
         self.record.extra["chains_shown"] = [
-            {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.relation_label),
+            {"route": f"R{i}", "text": self.route(c), "relations": c.relation_words(self.kg.relation_label),
              "score": round(c.score, 4), "ends": len(c.ends), "gold": self.gold_in(c.ends)}
             for i, c in enumerate(shown, 1)]
         ranked = distinct_best(every, len(every))
@@ -272,13 +271,10 @@ class ChainsRun:
             if len(name) < 3:
                 continue
             pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
-            hits: list[Any] = []
-            for search in (self.docs.sparse_search, self.docs.dense_search):
-                try:
-                    hits = search(name, self.config.doc_steps)
-                    break
-                except LocalkgError:  # built without the sparse index (or the vectors)
-                    continue
+            try:
+                hits = search_passages(self.docs, name, self.config.doc_steps, first="sparse")
+            except LocalkgError:  # neither search was built
+                continue
             for hit in hits:
                 entity = hit.chunk.entity
                 if entity and entity not in topics and pattern.search(hit.chunk.text):
@@ -304,7 +300,7 @@ class ChainsRun:
                                 beam=self.config.beam)
 
     def route(self, chain: Chain) -> str:
-        return chain.sentence(self.label, self.relation_label, self.config.max_shown)
+        return chain.sentence(self.label, self.kg.relation_label, self.config.max_shown)
 
     # ---- 3. one choice ----------------------------------------------------------------------------
 
@@ -353,10 +349,10 @@ class ChainsRun:
     def _fact(self, chain: Chain, candidates: list[str]) -> str:
         """The chosen chain as one line, its end set in full up to the candidates."""
         names = ", ".join(dict.fromkeys(self.label(e) for e in candidates))
-        steps = " -> ".join(step_text(s, self.relation_label) for s in chain.steps)
+        steps = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.steps)
         head = f"{self.label(chain.topic)} -> {steps}"
         if chain.also is not None:
-            other = " -> ".join(step_text(s, self.relation_label) for s in chain.also.steps)
+            other = " -> ".join(step_text(s, self.kg.relation_label) for s in chain.also.steps)
             head += f"; {self.label(chain.also.topic)} -> {other}"
         return f"{head}: {names}"
 
@@ -374,7 +370,7 @@ class ChainsRun:
                         fact = (head, relation, tail) if direction == "out" else (tail, relation, head)
                         if self._holds(fact):
                             ids.append(list(fact))
-                            triples.append([display_text(self.kg, fact[0]), self.relation_label(relation),
+                            triples.append([display_text(self.kg, fact[0]), self.kg.relation_label(relation),
                                             display_text(self.kg, fact[2])])
         return EvidencePath(source="kg", triples=triples, triple_ids=ids,
                             relation_ids=[r for r, _ in chain.steps if r != MENTIONED], score=round(chain.score, 6),
@@ -398,11 +394,7 @@ class ChainsRun:
                 for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
                     chunks.setdefault(chunk.chunk_id, chunk)
             if searched and cfg.question_passages > 0:
-                try:
-                    hits = docs.dense_search(self.text, cfg.question_passages)
-                except LocalkgError:  # built without vectors
-                    hits = docs.sparse_search(self.text, cfg.question_passages)
-                for hit in hits:
+                for hit in search_passages(docs, self.text, cfg.question_passages):
                     chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
             units: list[ShownWindow] = []
             size = cfg.window_sentences

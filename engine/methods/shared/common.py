@@ -18,6 +18,7 @@ from index.entities import normalise
 from ingest.base.errors import LocalkgError
 
 if TYPE_CHECKING:
+    from engine.access.documents import SearchHit
     from engine.access.protocols import DocumentStore, Embedder
     from engine.methods.context import Context
 
@@ -178,6 +179,18 @@ def optional_docs(ctx: Context) -> DocumentStore | None:
         return ctx.docs
     except (LocalkgError, RuntimeError):
         return None
+
+
+def search_passages(docs: DocumentStore, text: str, k: int, *, first: str = "dense") -> list[SearchHit]:
+    """The best `k` passages for `text` by the `first` search ("dense" or "sparse"), by the other one
+    where the index was built without it (`--no-vectors`, no BM25)."""
+    searches = [docs.dense_search, docs.sparse_search]
+    if first == "sparse":
+        searches.reverse()
+    try:
+        return searches[0](text, k)
+    except LocalkgError:
+        return searches[1](text, k)
 
 
 def optional_embedder(ctx: Context, docs: DocumentStore | None) -> Embedder | None:

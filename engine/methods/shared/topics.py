@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engine.methods.shared.common import timed
+from engine.methods.shared.common import search_passages, timed
 from engine.questions.record import AnswerRecord, Question
 from ingest.base.errors import LocalkgError
 
 if TYPE_CHECKING:
-    from engine.access.documents import SearchHit
     from engine.methods.context import Context
 
 
@@ -61,11 +60,7 @@ def topic_entities_from_search(question: Question, ctx: Context, record: AnswerR
             docs = ctx.docs
         except (LocalkgError, RuntimeError):  # no documents: nothing to search
             return []
-        hits: list[SearchHit]
-        try:
-            hits = docs.dense_search(question.question, passages)
-        except LocalkgError:  # built with --no-vectors
-            hits = docs.sparse_search(question.question, passages)
+        hits = search_passages(docs, question.question, passages)
     chosen: list[str] = []
     for hit in hits:
         entity = hit.chunk.entity
