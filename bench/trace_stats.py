@@ -1,7 +1,7 @@
 """Where ToG / ToG-R runs stop, and where HydraRAG loses the gold answer, from the traces of a
 batch's records (the README's analysis).
 
-Usage: python -m bench.trace_stats RUN_DIR/tog.jsonl [--by FIELD --questions FILE.jsonl]
+Usage: python -m bench.trace_stats RUN_DIR/tog.jsonl [--by FIELD --questions FILE.jsonl] [--against OTHER.jsonl]
        python -m bench.trace_stats RUN_DIR/hydra.jsonl
        python -m bench.trace_stats RUN_DIR/chains.jsonl [--json FILE [--key A/B]]
 
@@ -15,6 +15,10 @@ in the BFS paths, after relevance pruning (top W1), after cross-score pruning (t
 the LLM's selection (top W_max), and in the final answer (Hits@1), counted over all phases a
 question ran ("any phase") and over the initial phase alone; then, for the questions answered
 wrongly, the last stage that still held the gold answer.
+
+With `--against OTHER.jsonl` (the same questions answered another way) it also prints the
+questions answered right here and wrong there (gained) and the other way round (lost), and, for
+`chains` records, the first step of the first route shown for each gained question.
 
 The trace layout it reads is described in `engine/report/stage_recall.py`, which computes it.
 
@@ -134,6 +138,23 @@ def print_chains_stages(records: Sequence[dict[str, Any]]) -> None:
           + ", ".join(f"{k} {v}" for k, v in found["lost"].most_common()))
 
 
+def compare_runs(records: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ids of the questions right in `records` and wrong in `other` (gained), the other way
+    round (lost), and, for chains records, the first step of the first route shown of each gained."""
+    def right(record: Mapping[str, Any]) -> bool:
+        return bool((record.get("correct") or {}).get("hits1"))
+
+    before = {str(r["id"]): right(r) for r in other}
+    gained = [r for r in records if right(r) and before.get(str(r["id"])) is False]
+    lost = [str(r["id"]) for r in records if not right(r) and before.get(str(r["id"])) is True]
+    steps: Counter[str] = Counter()
+    for record in gained:
+        shown = (record.get("extra") or {}).get("chains_shown") or []
+        if shown:
+            steps[str(shown[0].get("relations", "")).split(", then ")[0]] += 1
+    return {"gained": [str(r["id"]) for r in gained], "lost": lost, "first_steps": steps}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", type=Path)
@@ -141,6 +162,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--questions", type=Path, help="the questions file (JSONL) for --by")
     parser.add_argument("--json", type=Path, help="chains records: also add the stage counts to this JSON file")
     parser.add_argument("--key", help="where in --json, keys separated by / (default: the run's two folders)")
+    parser.add_argument("--against", type=Path, help="records of the same questions answered another way")
     args = parser.parse_args(argv)
     records = _records(args.records)
     stops: Counter[tuple[str, int]] = Counter()
@@ -177,6 +199,12 @@ def main(argv: list[str]) -> int:
         for value in sorted(total):
             print(f"  {args.by}={value}: {hits[value]} of {total[value]} right")
             by[f"{args.by}={value}"] = {"right": hits[value], "questions": total[value]}
+    if args.against is not None:
+        change = compare_runs(records, _records(args.against))
+        print(f"  against {args.against}: gained {len(change['gained'])}, lost {len(change['lost'])}")
+        if change["first_steps"]:
+            print("  first step of the first route of the gained: "
+                  + ", ".join(f"{k} {v}" for k, v in change["first_steps"].most_common()))
     if args.json is not None:
         if not chains:
             parser.error("--json keeps the stage counts of chains records; these are not")

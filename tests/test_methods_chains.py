@@ -297,6 +297,21 @@ def test_chains_stage_counts_find_where_the_gold_was_lost() -> None:
     assert found["ranks"] == {"1": 1, "2-5": 1, "6+": 1, "none": 1}
 
 
+def test_trace_stats_against_another_run_counts_gains_and_losses() -> None:
+    from bench.trace_stats import compare_runs
+
+    def record(qid: str, right: bool, first: str = "") -> dict[str, Any]:
+        shown = [{"route": "R1", "relations": first}] if first else []
+        return {"id": qid, "correct": {"hits1": right}, "extra": {"chains_shown": shown}}
+
+    now = [record("a", True, "mentions (reverse), then has genre"), record("b", True, "directed by"),
+           record("c", False), record("d", True, "mentions (reverse)"), record("e", True)]
+    before = [record("a", False), record("b", True), record("c", True), record("d", False), record("e", False)]
+    change = compare_runs(now, before)
+    assert change["gained"] == ["a", "d", "e"] and change["lost"] == ["c"]
+    assert change["first_steps"] == {"mentions (reverse)": 2}  # "e" showed no route
+
+
 def test_a_question_that_offers_alternatives_asks_which_not_yes_or_no() -> None:
     question = "Are the Sleepers located north or south of the Kancamagus Highway?"
     assert alternatives(question) == ["north", "south"]
