@@ -61,7 +61,7 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
     # keys added since that run (the last four at defaults that leave the hash as it was)
     added = {"relation_cover": 0, "relation_order": 0, "cover_counts": False, "meaning_cover": 0.0,
              "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False,
-             "graph_spans": True, "doc_steps": 0, "alternatives": False}
+             "graph_spans": True, "doc_steps": 0, "alternatives": False, "kind_nouns": False}
     configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "meaning_cover=0",
                                           "choose=\"llm\"", "doc_steps=0"])
     assert configs["chains"] == {**CHAINS_RUN_CONFIG, **added}

@@ -316,3 +316,65 @@ def test_a_relation_contained_in_another_s_reverse_is_not_its_inverse() -> None:
     # every capital edge has a located-in edge back, 3 of the 10 located-in edges a capital edge
     assert inverse_relations(graph) == {}
     assert inverse_relations(graph, balance=4.0) == {"capital": "located in", "located in": "capital"}
+
+
+# A company with a parent and a sibling: "Cell" is a subsidiary of "Trust", as is "Port".
+COMPANIES = [("Cell", "subsidiary of", "Trust"), ("Port", "subsidiary of", "Trust"), ("Cell", "sibling company", "Port"),
+             ("Trust", "headquartered in", "Lumera"), ("Port", "headquartered in", "Amarant")]
+COMPANY_RELATIONS = ["subsidiary of", "sibling company", "headquartered in"]
+
+
+def _kinds(question: str, on: bool) -> ChainScorer:
+    # the stand-in embedding model: no similarity, so only the word terms score
+    return ChainScorer("dense", question, lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                       ScoreWeights(0.0, 0.0, 0.06, 0.0, word_overlap=0.3, relation_cover=1.0, cover_counts=True,
+                                    kind_nouns=on), lambda e: e, COMPANY_RELATIONS)
+
+
+@pytest.mark.parametrize("question", [
+    "which company is the parent company of X",  # asked for, and the head of another compound
+    "in which city is the company that owns X headquartered",  # described by a relative clause
+    "in which city is the company founded by X headquartered",  # by a participle
+    "which mining company owns X",  # the head of a compound with another modifier
+])
+def test_a_kind_noun_does_not_name_a_relation_of_several_words(question: str) -> None:
+    scorer = _kinds(question, True)
+    assert ("compan", "sibling company") in scorer.foreign
+    assert "compan" not in scorer.relation_words
+    assert "sibling company" in scorer.foreign_relations
+    # before the option, "company" named `sibling company` wherever the question said it
+    assert "compan" in _kinds(question, False).relation_words
+
+
+@pytest.mark.parametrize("question", [
+    "which company is recorded as a sibling company of X",  # the label's other word is said
+    "who is the sibling company of X",
+])
+def test_a_relation_whose_whole_label_is_said_stays_named(question: str) -> None:
+    scorer = _kinds(question, True)
+    assert scorer.foreign == set()
+    assert "compan" in scorer.relation_words and "sibl" in scorer.relation_words
+
+
+def test_a_label_of_one_content_word_and_a_modifier_word_stay_named() -> None:
+    # "what language": `in language` has no other content word; "release" is the modifier of
+    # `release year`, never blocked as a kind noun
+    scorer = ChainScorer("lexical", "what language is the film whose director release X", lambda r: r, None,
+                         ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, kind_nouns=True), lambda e: e,
+                         ["in language", "release year", "directed by"])
+    assert scorer.foreign == set()
+    assert scorer.relation_words == ["direct", "languag", "releas"]
+
+
+def test_kind_nouns_keep_the_sibling_loop_from_answering_for_a_parent() -> None:
+    """"which company is the parent company of X": with "company" (said twice) read as a relation
+    word, chains through `sibling company` cover it and win; read as a kind noun, it pays them no
+    `relation_cover` and no `word_overlap`: no word terms tell the two relations apart any more
+    (the dense terms decide, off here)."""
+    def scores(on: bool) -> dict[tuple[str, ...], float]:
+        scorer = _kinds("which company is the parent company of X", on)
+        return {tuple(r for r, _ in c.steps): c.score for c in enumerate_chains(_sub(COMPANIES, "Cell"), "Cell", 3, scorer=scorer)}
+    off, on = scores(False), scores(True)
+    assert "sibling company" in max(off, key=off.__getitem__)
+    assert off[("sibling company",)] > off[("subsidiary of",)]
+    assert on[("subsidiary of",)] == on[("sibling company",)] == max(on.values())

@@ -25,6 +25,18 @@ from engine.methods.shared.word_forms import (
 )
 
 _QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "where"])
+# a noun right after "which"/"what" or right before a relative pronoun names a kind of entity
+# ("which company ...", "the company that supplies ..."), not a relation
+_KIND_BEFORE = frozenset(["which", "what"])
+_KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
+_PARTICIPLES = frozenset(["born", "written", "made", "led", "built", "held", "sold", "known", "given", "taken",
+                          "owned", "run", "grown", "shown", "chosen"])
+
+
+def _participle(word: str) -> bool:
+    """A past participle: after a noun it opens a reduced relative clause ("the company founded
+    by X"), so the noun names a kind of entity."""
+    return word in _PARTICIPLES or (len(word) > 4 and word.endswith("ed"))
 
 _WORD = re.compile(r"[a-z0-9]+")
 _MASK = re.compile(r"\[[^\]]*\]")
@@ -102,8 +114,9 @@ class ChainScorer:
         self.dense = dense
         self.weights = weights
         self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
-        vocabulary = {form for r in relations for form in self._relation_forms(r)}
-        self.relation_words = [q for q in sorted(word_stems(query)) if any(same_word(q, r) for r in vocabulary)]
+        self.foreign_relations: set[str] = set()
+        self.foreign = self._foreign_pairs(relations) if weights.kind_nouns else set()
+        self.relation_words = [q for q in sorted(word_stems(query)) if any(self._names({q}, r) for r in relations)]
         said = set(self.relation_words)
         # how often the question says each relation word (`cover_counts`); else once each
         self.said_times = Counter(f for f in word_list(query) if f in said) if weights.cover_counts \
@@ -155,8 +168,54 @@ class ChainScorer:
 
     def _overlap(self, chain: Chain) -> float:
         steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
-        used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems)
+        used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems
+                   and s[0] not in self.foreign_relations)
         return used / len(steps)
+
+    def _foreign_pairs(self, relations: Sequence[str]) -> set[tuple[str, str]]:
+        """`kind_nouns`: the (question word form, relation) pairs where the word matches one word of
+        the head noun of the relation's label (its last content word) by form but names a kind of
+        entity, not the relation. A label of several content words is named by its head only where
+        the question says the others too, or where the word stands alone: not as the kind asked for
+        or described ("which company ...", "the company that supplies ...", "the company founded
+        by ..."), and not as the head
+        of a compound with another modifier ("parent company" is not `sibling company`, "mining
+        company" neither).
+        A word matching a label of one content word ("what language": `in language`) is
+        untouched. `foreign_relations` are the relations the question names only through such
+        words."""
+        tokens = _WORD.findall(self.query.lower())
+        said = [word_form(t) for t in tokens if content_word(t)]
+        pairs: set[tuple[str, str]] = set()
+        for relation in relations:
+            label = word_list(self.relation_label(relation))
+            if len(set(label)) < 2:
+                continue
+            for i, part in enumerate(label[-1:], start=len(label) - 1):  # its head noun
+                others = label[:i]
+                if all(any(same_word(o, w) for w in said) for o in others):
+                    continue
+                at = [j for j, t in enumerate(tokens) if content_word(t) and same_word(word_form(t), part)]
+                if at and all(self._kind_word(tokens, j, label) for j in at):
+                    pairs.update((word_form(tokens[j]), relation) for j in at)
+        named = {r for r in relations for w in said if self._names({w}, r, pairs)}
+        self.foreign_relations = {r for _, r in pairs} - named
+        return pairs
+
+    def _modifies_foreign(self, tokens: Sequence[str], word: str, relation: str) -> bool:
+        """`word` modifies a compound whose head does not name `relation` (`_foreign_pairs`): "parent"
+        of "parent company" does not name `sibling company` by meaning either."""
+        return any(t == word and i + 1 < len(tokens) and (word_form(tokens[i + 1]), relation) in self.foreign
+                   for i, t in enumerate(tokens))
+
+    @staticmethod
+    def _kind_word(tokens: Sequence[str], at: int, label: Sequence[str]) -> bool:
+        """The question's word at `at` names a kind of entity (`_foreign_pairs`)."""
+        before = tokens[at - 1] if at > 0 else ""
+        after = tokens[at + 1] if at + 1 < len(tokens) else ""
+        if before in _KIND_BEFORE or after in _KIND_AFTER or _participle(after):
+            return True
+        return content_word(before) and before != "x" and not any(same_word(word_form(before), w) for w in label)
 
     def _meaning_words(self, relations: Sequence[str]) -> list[tuple[str, set[str]]]:
         """`meaning_cover`: the question's words that name a relation of the subgraph, each with
@@ -177,6 +236,8 @@ class ChainScorer:
         # embedding model finds it close to every relation of its domain, so it names a relation
         # only by word form
         kind = set(_WORD.findall((asked_class(self.query) or "").lower()))
+        if self.weights.kind_nouns:  # kinds described ("the company that ..."), heads of compounds ("parent company")
+            kind |= {w for w in distinct if all(self._kind_word(tokens, i, ()) for i, t in enumerate(tokens) if t == w)}
         guessed = [w for w in distinct if w not in kind]
         if self.kind == "dense" and self.dense is not None and guessed:
             labels = [self.relation_label(r) for r in relations]
@@ -188,7 +249,7 @@ class ChainScorer:
                 second = float(row[order[1]]) if len(order) > 1 else -1.0
                 # a word as close to several relations ("film": directed by, starred actors) names
                 # their domain, not one of them
-                if best >= floor and best - second >= margin:
+                if best >= floor and best - second >= margin and not self._modifies_foreign(tokens, w, relations[int(order[0])]):
                     named[w].add(relations[int(order[0])])
         # the words that name nothing of the subgraph (not the class noun): each may stand for a
         # relation in words the model does not place ("couple" for `spouse`), `unnamed_step`
@@ -254,8 +315,9 @@ class ChainScorer:
                       for word, times in self.said_times.items())
         return covered / self.said_total
 
-    def _names(self, words: set[str], relation: str) -> bool:
-        return any(same_word(q, r) for q in words for r in self._relation_forms(relation))
+    def _names(self, words: set[str], relation: str, foreign: set[tuple[str, str]] | None = None) -> bool:
+        foreign = self.foreign if foreign is None else foreign
+        return any(same_word(q, r) for q in words if (q, relation) not in foreign for r in self._relation_forms(relation))
 
     def _order(self, chain: Chain) -> float:
         first = self._names(self.near_mention, chain.steps[0][0])
@@ -286,6 +348,7 @@ class ScoreWeights:
     meaning_threshold: float = 0.55
     meaning_margin: float = 0.0
     unnamed_step: float = 0.0
+    kind_nouns: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -296,7 +359,7 @@ class ScoreWeights:
         return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts),
                    meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
                    meaning_margin=float(config.meaning_margin),
-                   unnamed_step=float(config.unnamed_step))
+                   unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
