@@ -135,7 +135,7 @@ class ChainsConfig(MethodConfig):
     unnamed_step: float = option(0.0, "per step that no relation-naming word of the question answers for (each word "
                                  "one step, as meaning_cover reads them), less one per word that names nothing: a "
                                  "step the question does not ask for costs this", **_W)
-    kind_nouns: bool = option(False, "a question word that names a kind of entity (\"which company\", \"the company "
+    kind_nouns: bool = option(True, "a question word that names a kind of entity (\"which company\", \"the company "
                               "that ...\", \"parent company\") does not name a relation of several words by one of "
                               "them (`sibling company`) unless the question says the others too")
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
