@@ -412,3 +412,27 @@ def test_doc_steps_reach_what_only_a_document_states(tmp_path: Path) -> None:
     assert linked == [("Duel", "Richard Matheson")]  # Jaws's document does not name him
     route = next(c for c in shown if "Thriller" in {on.label(e) for e in c.ends})
     assert route.relation_words(ctx.kg.relation_label).startswith("mentions (reverse)")
+
+
+def _block_order(llm: ScriptedLLM) -> list[str]:
+    first_answer = next(r for r in llm.requests if r.stage == "answer")
+    return re.findall(r"^(Passages|Facts):$", first_answer.messages[1]["content"], re.MULTILINE)
+
+
+def test_evidence_last_named_puts_the_passages_last_where_no_word_names_the_last_step(demo_index: Path) -> None:
+    """`evidence_last=named`: "who founded X" names `founded by`, so the graph's facts stay
+    nearest the question; "who is the chief executive of X" names no relation of the demo's graph
+    (its reports name the chief executive), so the passages go last. With `evidence_last=facts`
+    (the default before) the facts go last either way."""
+    chief = Question("d", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"],
+                     topic_entities=["Norvale Motors"])
+    reply = _choose("founded by", NOT_FOUND)
+    founder, founder_llm = _run(demo_index, FOUNDER, reply, choose="top", evidence_last="named")
+    assert founder.extra["evidence_last"] == "facts"
+    assert _block_order(founder_llm)[-1] == "Facts"
+    record, llm = _run(demo_index, chief, reply, choose="top", evidence_last="named")
+    assert record.extra["evidence_last"] == "passages"
+    assert _block_order(llm) == ["Facts", "Passages"]
+    default, default_llm = _run(demo_index, chief, reply, choose="top", evidence_last="facts")
+    assert default.extra["evidence_last"] == "facts"
+    assert _block_order(default_llm) == ["Passages", "Facts"]  # the same evidence, the facts last

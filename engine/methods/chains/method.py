@@ -94,6 +94,7 @@ MENTIONED = "localkg:mentions"
 SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
 
+EVIDENCE_LAST = ("facts", "named")
 _W = {"low": 0.0, "high": 2.0}  # the scorer's weights
 _D = DEFAULT_WEIGHTS  # their defaults (`chain_scoring`: `hydra`'s `path_relevance=chains` reads them too)
 
@@ -161,6 +162,9 @@ class ChainsConfig(MethodConfig):
                                "others under relations the route did not take)")
     alternatives: bool = option(False, "a question that offers alternatives (\"... north or south of Y?\") is offered "
                                 "them as answers in place of yes and no")
+    evidence_last: str = option("named", "what the answer call reads last, nearest the question: the graph's facts "
+                                "(facts), or the facts only where a question word names the chosen route's last "
+                                "step and else the document passages (named)", choices=EVIDENCE_LAST)
     max_tokens: int = option(48, "token limit of the answer call", low=1)
     seed: int = option(0, "sampling seed", low=0)
 
@@ -199,6 +203,7 @@ class ChainsRun:
         embedder = optional_embedder(ctx, self.docs)
         self.dense = shared_scorer(embedder) if embedder is not None else None
         self.sub: Subgraph | None = None
+        self.named_relations: set[str] = set()  # the relations the question names (the scorer's)
         self.masked = self.text  # the question with the topic entities masked (set by `plan`)
 
     def label(self, node: str) -> str:
@@ -244,6 +249,7 @@ class ChainsRun:
             self.record.extra["inverse_relations"] = inverses
         scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
                              self.label, relations, inverses)
+        self.named_relations = scorer.named_relations
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
             every = [c for chains in per_topic for c in chains]
@@ -437,6 +443,17 @@ class ChainsRun:
 
     # ---- 6. one answer ----------------------------------------------------------------------------
 
+    def _names_last_step(self, chosen: Chain | None) -> bool:
+        """`evidence_last=named`: a question word names the chosen route's last step (by word form
+        or meaning: the scorer's `meaning_cover` words), so the graph's facts likely answer ("who
+        directed X": `directed by`); else the question asks for something the route's last step
+        only guesses ("the chief executive of ...", which no relation of the graph names) and
+        the document passages go last."""
+        if chosen is None:
+            return True
+        lasts = [chosen.steps[-1][0], *([chosen.also.steps[-1][0]] if chosen.also is not None else [])]
+        return any(r in self.named_relations for r in lasts)
+
     def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence,
                withheld: set[str] | None = None) -> None:
         record, cfg = self.record, self.config
@@ -453,8 +470,10 @@ class ChainsRun:
         # (documents only). A chosen route reaches entities: the model answers from them or from
         # the windows (a 0.5B model said "not found" beside a route that listed the answer).
         offer = not names and cfg.abstain
+        facts_last = cfg.evidence_last == "facts" or self._names_last_step(chosen)
+        record.extra["evidence_last"] = "facts" if facts_last else "passages"
         parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
-                     user=cp.answer_user(self.text, evidence.facts, passages),
+                     user=cp.answer_user(self.text, evidence.facts, passages, facts_last=facts_last),
                      schema=cp.answer_schema(allowed, offer), stage="answer", temperature=0.0,
                      max_tokens=cfg.max_tokens, seed=cfg.seed)
         answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
@@ -480,5 +499,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -38,15 +38,18 @@ def choose_schema(n: int) -> dict[str, Any]:
             "required": ["route"]}
 
 
-def answer_user(question: str, facts: Sequence[str], passages: Sequence[str]) -> str:
-    """The evidence, then the question (the reply's enum holds the allowed answers)."""
-    parts = []  # the graph's facts last, nearest the question: a small model reads the end best
+def answer_user(question: str, facts: Sequence[str], passages: Sequence[str], facts_last: bool = True) -> str:
+    """The evidence, then the question (the reply's enum holds the allowed answers). A small model
+    reads the end best, so the evidence likelier to answer goes last, nearest the question: the
+    graph's facts by default, the passages with `facts_last=False`."""
+    blocks = []
     if passages:
-        parts.append("Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)))
+        blocks.append("Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)))
     if facts:
-        parts.append("Facts:\n" + "\n".join(f"- {f}" for f in facts))
-    parts.append(f"Question: {question}")
-    return "\n".join(parts)
+        blocks.append("Facts:\n" + "\n".join(f"- {f}" for f in facts))
+    if not facts_last:
+        blocks.reverse()
+    return "\n".join([*blocks, f"Question: {question}"])
 
 
 ANSWER_ROUTE_SYSTEM = """You answer a question from the evidence given with it: facts from a knowledge graph and passages from documents.
