@@ -378,3 +378,15 @@ def test_kind_nouns_keep_the_sibling_loop_from_answering_for_a_parent() -> None:
     assert "sibling company" in max(off, key=off.__getitem__)
     assert off[("sibling company",)] > off[("subsidiary of",)]
     assert on[("subsidiary of",)] == on[("sibling company",)] == max(on.values())
+
+
+def test_the_question_relations_are_read_even_where_no_term_weighs_them() -> None:
+    """`question_relations` (what `chains`' `evidence_last=named` asks): the relations the words
+    name, the same with `meaning_cover` off, where the scorer itself does not read them."""
+    def scorer(weight: float) -> ChainScorer:
+        return ChainScorer("dense", "who is the kid of X", lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                           ScoreWeights(0.0, 0.0, 0.0, 0.0, meaning_cover=weight), lambda e: e, RELATIONS)
+    assert scorer(1.0).question_relations() == {"children"}
+    off = scorer(0.0)
+    assert off.named_relations == set()  # not read for the scores
+    assert off.question_relations() == {"children"}

@@ -249,7 +249,7 @@ class ChainsRun:
             self.record.extra["inverse_relations"] = inverses
         scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
                              self.label, relations, inverses)
-        self.named_relations = scorer.named_relations
+        self.named_relations = scorer.question_relations() if cfg.evidence_last == "named" else set()
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
             every = [c for chains in per_topic for c in chains]

@@ -128,7 +128,9 @@ class ChainScorer:
         self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
             & said if asks is not None else set()
         self.silent_words: list[str] = []
-        self.meaning_words = self._meaning_words(relations) if weights.meaning_cover or weights.unnamed_step else []
+        self._relations = list(relations)
+        self._meaning_read = bool(weights.meaning_cover or weights.unnamed_step)
+        self.meaning_words = self._meaning_words(relations) if self._meaning_read else []
         self.named_relations = {r for _, names in self.meaning_words for r in names}
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
@@ -178,11 +180,9 @@ class ChainScorer:
         entity, not the relation. A label of several content words is named by its head only where
         the question says the others too, or where the word stands alone: not as the kind asked for
         or described ("which company ...", "the company that supplies ...", "the company founded
-        by ..."), and not as the head
-        of a compound with another modifier ("parent company" is not `sibling company`, "mining
-        company" neither).
-        A word matching a label of one content word ("what language": `in language`) is
-        untouched. `foreign_relations` are the relations the question names only through such
+        by ..."), and not as the head of a compound with another modifier ("parent company" is not
+        `sibling company`, "mining company" neither). A word matching a label of one content word
+        ("what language": `in language`) is untouched. `foreign_relations` are the relations the question names only through such
         words."""
         tokens = _WORD.findall(self.query.lower())
         said = [word_form(t) for t in tokens if content_word(t)]
@@ -191,13 +191,12 @@ class ChainScorer:
             label = word_list(self.relation_label(relation))
             if len(set(label)) < 2:
                 continue
-            for i, part in enumerate(label[-1:], start=len(label) - 1):  # its head noun
-                others = label[:i]
-                if all(any(same_word(o, w) for w in said) for o in others):
-                    continue
-                at = [j for j, t in enumerate(tokens) if content_word(t) and same_word(word_form(t), part)]
-                if at and all(self._kind_word(tokens, j, label) for j in at):
-                    pairs.update((word_form(tokens[j]), relation) for j in at)
+            head, others = label[-1], label[:-1]
+            if all(any(same_word(o, w) for w in said) for o in others):
+                continue
+            at = [j for j, t in enumerate(tokens) if content_word(t) and same_word(word_form(t), head)]
+            if at and all(self._kind_word(tokens, j, label) for j in at):
+                pairs.update((word_form(tokens[j]), relation) for j in at)
         named = {r for r in relations for w in said if self._names({w}, r, pairs)}
         self.foreign_relations = {r for _, r in pairs} - named
         return pairs
@@ -266,6 +265,14 @@ class ChainScorer:
             if named[w]:
                 last = i
         return mentions
+
+    def question_relations(self) -> set[str]:
+        """The relations the question's words name (by word form or meaning, `_meaning_words`),
+        read even where no term weighs them (`meaning_cover=0`): the answer stage asks it
+        (`chains`' `evidence_last=named`)."""
+        if self._meaning_read:
+            return self.named_relations
+        return {r for _, names in self._meaning_words(self._relations) for r in names}
 
     def _meaning_cover(self, chain: Chain) -> float:
         """The share of the question's relation-naming words (`_meaning_words`) that a distinct
