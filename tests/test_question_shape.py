@@ -14,7 +14,13 @@ from engine.access.graph import Subgraph
 from engine.methods.shared.chain_plans import enumerate_chains
 from engine.methods.shared.chain_scoring import ChainScorer, ScoreWeights
 from engine.methods.shared.question_shape import asked_class, asked_for
-from engine.methods.shared.word_forms import same_word, word_form, word_list, word_stems
+from engine.methods.shared.word_forms import (
+    converse_forms,
+    same_word,
+    word_form,
+    word_list,
+    word_stems,
+)
 
 
 @pytest.mark.parametrize(("question", "asked"), [
@@ -390,3 +396,43 @@ def test_the_question_relations_are_read_even_where_no_term_weighs_them() -> Non
     off = scorer(0.0)
     assert off.named_relations == set()  # not read for the scores
     assert off.question_relations() == {"children"}
+
+
+def _converse(question: str, on: bool, relations: list[str] = COMPANY_RELATIONS) -> ChainScorer:
+    return ChainScorer("dense", question, lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                       ScoreWeights(0.0, 0.0, 0.06, 0.0, word_overlap=0.3, relation_cover=1.0, cover_counts=True,
+                                    kind_nouns=True, converse_nouns=on), lambda e: e, relations)
+
+
+@pytest.mark.parametrize(("word", "other_side"), [
+    ("subsidiary", {"parent"}), ("parents", {"subsidiar", "child", "offspr"}), ("children", {"parent"}),
+    ("supplier", {"custom"}), ("employer", set()), ("director", set()),
+])
+def test_converse_nouns_are_english_pairs(word: str, other_side: set[str]) -> None:
+    # "employer" and "employee" share a form: one names both sides without the table
+    assert converse_forms(word_form(word)) == other_side
+
+
+def test_a_converse_noun_names_the_relation_the_graph_labels_from_the_other_side() -> None:
+    """"the parent company of X": the graph says `X subsidiary of Y`. With `converse_nouns`
+    "parent" names `subsidiary of`, and the one-step chain wins alone; without it no word names a
+    relation (`kind_nouns` leaves "company" to the kind) and every chain ties on the word terms."""
+    def scores(on: bool) -> dict[tuple[str, ...], float]:
+        scorer = _converse("which company is the parent company of X", on)
+        return {tuple(r for r, _ in c.steps): c.score for c in enumerate_chains(_sub(COMPANIES, "Cell"), "Cell", 3, scorer=scorer)}
+    assert _converse("which company is the parent company of X", True).relation_words == ["parent"]
+    assert _converse("which company is the parent company of X", False).relation_words == []
+    on, off = scores(True), scores(False)
+    assert max(on, key=on.__getitem__) == ("subsidiary of",)
+    assert on[("subsidiary of",)] > on[("sibling company",)]
+    assert off[("subsidiary of",)] == off[("sibling company",)]
+
+
+def test_a_graph_that_names_both_sides_keeps_its_own_labels() -> None:
+    # PathQuestion's kinship: `parents` and `children` are both relations, so "parent" names
+    # `parents` alone, and "offspring" (a word of the other side) does not name `parents`
+    relations = ["parents", "children", "spouse"]
+    parent = _converse("who is the parent of X", True, relations)
+    assert parent.relation_words == ["parent"]
+    assert [r for r in relations if parent._names({"parent"}, r)] == ["parents"]
+    assert _converse("who is the offspring of X", True, relations).relation_words == []

@@ -139,6 +139,9 @@ class ChainsConfig(MethodConfig):
     kind_nouns: bool = option(True, "a question word that names a kind of entity (\"which company\", \"the company "
                               "that ...\", \"parent company\") does not name a relation of several words by one of "
                               "them (`sibling company`) unless the question says the others too")
+    converse_nouns: bool = option(True, "a relational noun names the relation its converse noun labels, where no "
+                                  "relation of the question subgraph is named by the noun itself (\"parent\" names "
+                                  "`subsidiary of`; English converse pairs in `word_forms`)")
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     doc_steps: int = option(20, "a step through the documents: the entities whose documents name a topic entity "
@@ -499,5 +502,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

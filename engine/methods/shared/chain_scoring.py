@@ -18,6 +18,7 @@ from engine.methods.shared.chain_plans import Chain, step_text
 from engine.methods.shared.question_shape import asked_class, asked_for
 from engine.methods.shared.word_forms import (
     content_word,
+    converse_forms,
     same_word,
     word_form,
     word_list,
@@ -114,6 +115,11 @@ class ChainScorer:
         self.dense = dense
         self.weights = weights
         self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
+        # `converse_nouns`: the forms the relations' labels say themselves; the converse nouns of a
+        # label's word ("parent" of "subsidiary") name its relation only where the subgraph has no
+        # relation named by one of them (PathQuestion's `parents` and `children` keep their own)
+        self._direct = set().union(*(word_stems(relation_label(r)) for r in relations)) \
+            if weights.converse_nouns else set()
         self.foreign_relations: set[str] = set()
         self.foreign = self._foreign_pairs(relations) if weights.kind_nouns else set()
         self.relation_words = [q for q in sorted(word_stems(query)) if any(self._names({q}, r) for r in relations)]
@@ -311,7 +317,12 @@ class ChainScorer:
 
     def _relation_forms(self, relation: str) -> set[str]:
         if relation not in self._forms:
-            self._forms[relation] = word_stems(self.relation_label(relation))
+            forms = word_stems(self.relation_label(relation))
+            if self.weights.converse_nouns:
+                for other_side in [converse_forms(f) for f in forms]:
+                    if not any(same_word(c, d) for c in other_side for d in self._direct):
+                        forms |= other_side
+            self._forms[relation] = forms
         return self._forms[relation]
 
     def _cover(self, chain: Chain) -> float:
@@ -356,6 +367,7 @@ class ScoreWeights:
     meaning_margin: float = 0.0
     unnamed_step: float = 0.0
     kind_nouns: bool = False
+    converse_nouns: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -366,7 +378,8 @@ class ScoreWeights:
         return cls(*(float(getattr(config, k)) for k in cls.KEYS), cover_counts=bool(config.cover_counts),
                    meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
                    meaning_margin=float(config.meaning_margin),
-                   unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns))
+                   unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns),
+                   converse_nouns=bool(config.converse_nouns))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,

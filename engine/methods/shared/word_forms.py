@@ -61,7 +61,38 @@ def word_stems(text: str) -> set[str]:
     return set(word_list(text))
 
 
+# converse relational nouns: "the parent of X" asks for the Y of "X subsidiary of Y". English
+# lexicon, not a dataset's vocabulary; read only where the question's word names no relation itself
+_CONVERSE = (
+    ("parent", "subsidiary"), ("parent", "child"), ("parent", "offspring"), ("grandparent", "grandchild"),
+    ("ancestor", "descendant"), ("employer", "employee"), ("teacher", "student"), ("teacher", "pupil"),
+    ("supplier", "customer"), ("seller", "buyer"), ("predecessor", "successor"), ("mentor", "protege"),
+    ("master", "apprentice"), ("creditor", "debtor"), ("landlord", "tenant"), ("lessor", "lessee"),
+    ("licensor", "licensee"), ("host", "guest"), ("husband", "wife"), ("superior", "subordinate"),
+    ("advisor", "advisee"), ("owner", "possession"), ("sender", "recipient"), ("manufacturer", "product"),
+)
+
+
+def _converse_table() -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for a, b in _CONVERSE:
+        if word_form(a) == word_form(b):  # "employer", "employee": one form names both sides already
+            continue
+        table.setdefault(word_form(a), set()).add(word_form(b))
+        table.setdefault(word_form(b), set()).add(word_form(a))
+    return {k: frozenset(v) for k, v in table.items()}
+
+
+def converse_forms(form: str) -> frozenset[str]:
+    """The forms of the nouns that name the other side of the relation a word form names
+    ("subsidiar" -> {"parent"}; "parent" -> {"subsidiar", "child", "offspr"}); empty for most words."""
+    return _CONVERSES.get(form, frozenset())
+
+
 def same_word(a: str, b: str) -> bool:
     """Two forms name the same thing: equal, or one (of four letters or more) ends the other, as
     in a compound ("screenwrit" and "writ")."""
     return a == b or (len(b) >= 4 and a.endswith(b)) or (len(a) >= 4 and b.endswith(a))
+
+
+_CONVERSES = _converse_table()
