@@ -8,6 +8,7 @@ A word is lower-cased, an irregular verb form mapped to its base ("wrote", "writ
 one common suffix is cut (-ing, -ers, -ors, -er, -or, -ed, -es, -s, -ion, -e, -y), a doubled final
 consonant and a final e are dropped: "directed", "director", "directing" -> "direct"; "starred",
 "stars" -> "star"; "acted", "actors" -> "act". Short and function words are left out.
+`converse_forms` gives the other side of a relational noun ("parent" and "subsidiary").
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ _CONVERSE = (
     ("supplier", "customer"), ("seller", "buyer"), ("predecessor", "successor"), ("mentor", "protege"),
     ("master", "apprentice"), ("creditor", "debtor"), ("landlord", "tenant"), ("lessor", "lessee"),
     ("licensor", "licensee"), ("host", "guest"), ("husband", "wife"), ("superior", "subordinate"),
-    ("advisor", "advisee"), ("owner", "possession"), ("sender", "recipient"), ("manufacturer", "product"),
+    ("advisor", "advisee"), ("sender", "recipient"),
 )
 
 
@@ -83,6 +84,9 @@ def _converse_table() -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in table.items()}
 
 
+_CONVERSES = _converse_table()
+
+
 def converse_forms(form: str) -> frozenset[str]:
     """The forms of the nouns that name the other side of the relation a word form names
     ("subsidiar" -> {"parent"}; "parent" -> {"subsidiar", "child", "offspr"}); empty for most words."""
@@ -94,5 +98,3 @@ def same_word(a: str, b: str) -> bool:
     in a compound ("screenwrit" and "writ")."""
     return a == b or (len(b) >= 4 and a.endswith(b)) or (len(a) >= 4 and b.endswith(a))
 
-
-_CONVERSES = _converse_table()
