@@ -109,6 +109,11 @@ class EntityTable:
         label = self.labels[row] if row is not None else None
         return label or local_name(entity)
 
+    def description(self, entity: str) -> str | None:
+        """The entity's description (Wikidata's, `schema:description`), None when it has none."""
+        row = self._row.get(entity)
+        return self.descriptions[row] if row is not None else None
+
     def degree(self, entity: str) -> int:
         row = self._row.get(entity)
         return self.degrees[row] if row is not None else 0

@@ -436,3 +436,33 @@ def test_evidence_last_named_puts_the_passages_last_where_no_word_names_the_last
     default, default_llm = _run(demo_index, chief, reply, choose="top", evidence_last="facts")
     assert default.extra["evidence_last"] == "facts"
     assert _block_order(default_llm) == ["Passages", "Facts"]  # the same evidence, the facts last
+
+
+def test_described_sets_keep_the_entity_the_question_describes(demo_index: Path) -> None:
+    """`described_sets`: "the aluminium smelter that supplies Norvale Motors": the route's first
+    set holds its seven suppliers; the one whose description is the smelter's stays, and the
+    route's next steps are walked from it alone, so the facts name one exchange, not every
+    supplier's parent's."""
+    question = Question("d", "On which stock exchange is the parent company of the aluminium smelter that supplies "
+                        "Norvale Motors listed?", ["Lumera Bourse"], topic_entities=["Norvale Motors"])
+    reply = _choose("supplier of", "Lumera Bourse")
+
+    def facts(llm: ScriptedLLM) -> str:
+        prompt = next(r for r in llm.requests if r.stage == "answer").messages[1]["content"]
+        return next(line for line in prompt.splitlines() if "-> listed on:" in line)
+    before, before_llm = _run(demo_index, question, reply, choose="top", described_sets=0.0)
+    assert "described" not in before.extra
+    assert facts(before_llm).count(",") >= 1  # the exchanges of several suppliers' parents
+    record, llm = _run(demo_index, question, reply, choose="top", described_sets=0.05)
+    assert record.extra["described"] == {"phrase": "aluminium smelter that supplies", "kept": ["Zhennad Aluminium"],
+                                         "of": 7}
+    assert facts(llm).endswith("listed on: Lumera Bourse")
+    assert record.prediction == "Lumera Bourse"
+
+
+def test_a_description_of_relation_words_alone_keeps_the_route(demo_index: Path) -> None:
+    # "the company founded by X": "company" is the phrase's head, "founded" names `founded by`
+    question = Question("d", "Who is the chief executive of the company founded by Aldric Brennvald?", ["x"],
+                        topic_entities=["Aldric Brennvald"])
+    record, _ = _run(demo_index, question, _choose("founded by", NOT_FOUND), choose="top", described_sets=0.05)
+    assert "described" not in record.extra

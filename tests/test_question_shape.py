@@ -13,7 +13,7 @@ import pytest
 from engine.access.graph import Subgraph
 from engine.methods.shared.chain_plans import enumerate_chains
 from engine.methods.shared.chain_scoring import ChainScorer, ScoreWeights
-from engine.methods.shared.question_shape import asked_class, asked_for
+from engine.methods.shared.question_shape import asked_class, asked_for, described_phrase
 from engine.methods.shared.word_forms import (
     converse_forms,
     same_word,
@@ -436,3 +436,16 @@ def test_a_graph_that_names_both_sides_keeps_its_own_labels() -> None:
     assert parent.relation_words == ["parent"]
     assert [r for r in relations if parent._names({"parent"}, r)] == ["parents"]
     assert _converse("who is the offspring of X", True, relations).relation_words == []
+
+
+@pytest.mark.parametrize(("question", "found"), [
+    ("which company is the parent of the steel maker that supplies X?", ("steel maker that supplies", "maker")),
+    ("in which town is the main plant of the wind turbine maker founded by X?",
+     ("wind turbine maker founded by", "maker")),
+    ("what is the flagship product of the telecommunications company that X completed a deal with?",
+     ("telecommunications company that", "company")),
+    ("which company is the parent company of X?", None),  # no clause: "of X"
+    ("what movies was X the writer of", None),  # no determiner before X
+])
+def test_the_description_of_the_entities_next_to_the_topic(question: str, found: tuple[str, str] | None) -> None:
+    assert described_phrase(question) == found

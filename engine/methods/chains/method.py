@@ -21,7 +21,11 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    chains.md). `choose=llm`: one choice call, the chains as readable routes ("Kill Bill -written
    by-> Quentin Tarantino -written by (reverse)-> Pulp Fiction, … -directed by-> …"), under an enum
    of route ids or "none"; skipped when one chain is left.
-4. The graph executes the chosen chain: its end entities are the candidates.
+4. The graph executes the chosen chain: its end entities are the candidates. With
+   `described_sets` (on by default), where the question describes the entities next to its topic
+   ("the aluminium smelter that supplies X"), the chain's first set keeps those whose entity
+   descriptions match the description best, and the chain is walked again from them
+   (`described`).
 5. Evidence from documents (when the index has them): sentence windows of the candidates' and
    the topic entities' documents and of the question's own best passages (dense search, BM25
    without vectors), ranked against the question at query time; the best `windows` are shown.
@@ -57,6 +61,7 @@ from engine.methods.shared.chain_plans import (
     enumerate_chains,
     joined_chains,
     step_text,
+    walk_sets,
 )
 from engine.methods.shared.chain_scoring import (
     DEFAULT_WEIGHTS,
@@ -77,8 +82,10 @@ from engine.methods.shared.common import (
     timed,
 )
 from engine.methods.shared.labels import display_text, entity_text
+from engine.methods.shared.question_shape import described_phrase
 from engine.methods.shared.relation_inverses import inverse_relations
 from engine.methods.shared.topics import linked_or_searched
+from engine.methods.shared.word_forms import word_form, word_list
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord, Question
 from ingest.base.errors import LocalkgError
@@ -142,6 +149,11 @@ class ChainsConfig(MethodConfig):
     converse_nouns: bool = option(True, "a relational noun names the relation its converse noun labels, where no "
                                   "relation of the question subgraph is named by the noun itself (\"parent\" names "
                                   "`subsidiary of`; English converse pairs in `word_forms`)")
+    described_sets: float = option(0.05, "where the question describes the entities next to its topic (\"the steel "
+                                   "maker that supplies X\"), the chosen route's first set keeps the entities whose "
+                                   "descriptions are within this cosine of the best match, the rest of the route "
+                                   "walked again from them (0: off; only entities with descriptions)", low=0.0,
+                                   high=1.0)
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     doc_steps: int = option(20, "a step through the documents: the entities whose documents name a topic entity "
@@ -208,6 +220,7 @@ class ChainsRun:
         self.sub: Subgraph | None = None
         self.named_relations: set[str] = set()  # the relations the question names (the scorer's)
         self.masked = self.text  # the question with the topic entities masked (set by `plan`)
+        self.scorer: ChainScorer | None = None
 
     def label(self, node: str) -> str:
         return entity_text(self.kg, node)
@@ -226,6 +239,8 @@ class ChainsRun:
             self.answer(topics, read[0], candidates, evidence, self._withheld(topics, read, candidates))
             return self.record
         chosen = self.choose(shown)
+        if chosen is not None and cfg.described_sets:
+            chosen = self.described(chosen)
         candidates = chosen.ends[: cfg.max_candidates] if chosen else []
         routes = [chosen] if chosen else []
         evidence = self.evidence(topics, routes, candidates)
@@ -253,6 +268,7 @@ class ChainsRun:
         scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
                              self.label, relations, inverses)
         self.named_relations = scorer.question_relations() if cfg.evidence_last == "named" else set()
+        self.scorer = scorer
         with timed(self.record, "chains"):
             per_topic = [self._chains_of(sub, t, scorer) for t in topics]
             every = [c for chains in per_topic for c in chains]
@@ -334,6 +350,38 @@ class ChainsRun:
         if route.startswith("R") and route[1:].isdigit() and 1 <= int(route[1:]) <= len(shown):
             return shown[int(route[1:]) - 1]
         return shown[0]
+
+    def described(self, chain: Chain) -> Chain:
+        """`described_sets`: where the question describes the entities one step from its topic
+        ("the steel maker that supplies X", `question_shape.described_phrase`) in words beyond
+        the phrase's head noun and its relation words, the route's first set keeps the entities
+        whose descriptions the embedding model puts within `described_sets` of the best cosine to
+        that phrase, and the route's later steps are walked again from them; the route as it was
+        where nothing is dropped, a later step then reaches nothing, or fewer than two of the
+        entities have descriptions (one without a description is kept)."""
+        found = described_phrase(self.masked)
+        if found is None or chain.also is not None or self.dense is None or self.sub is None \
+                or len(chain.sets[1]) < 2:
+            return chain
+        phrase, head = found
+        said = set(self.scorer.relation_words) if self.scorer is not None else set()
+        if not [w for w in word_list(phrase) if w != word_form(head) and w not in said]:
+            return chain  # "the company founded by X": nothing describes the company
+        first = chain.sets[1]
+        table = self.ctx.linker.table
+        described = {e: text for e in first if (text := table.description(e))}
+        if len(described) < 2:
+            return chain
+        scores = dict(zip(described, self.dense.scores(phrase, list(described.values())), strict=True))
+        best = max(scores.values())
+        # an entity without a description is not judged: it stays
+        kept = [e for e in first if e not in scores or scores[e] >= best - self.config.described_sets]
+        sets = walk_sets(self.sub, kept, chain.steps[1:], chain.topic) if len(kept) < len(first) else None
+        if sets is None:
+            return chain
+        self.record.extra["described"] = {"phrase": phrase, "kept": [self.label(e) for e in kept],
+                                          "of": len(first)}
+        return Chain(chain.topic, chain.steps, [chain.sets[0], *sets], chain.truncated, chain.score)
 
     # ---- 4-5. candidates and evidence ---------------------------------------------------------
 
@@ -502,5 +550,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

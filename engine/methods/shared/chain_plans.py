@@ -110,6 +110,19 @@ def _step(sub: Subgraph, entities: Sequence[str], avoid: str,
     return reached
 
 
+def walk_sets(sub: Subgraph, start: Sequence[str], steps: Sequence[Step], avoid: str,
+              max_expand: int = 200, max_set: int = 500) -> list[list[str]] | None:
+    """The entity sets `steps` reach from `start` in the subgraph (`start` first), as
+    `enumerate_chains` walks them; None when a step reaches nothing."""
+    sets = [list(start)]
+    for step in steps:
+        reached = list(_step(sub, sets[-1], avoid, max_expand).get(step, {}))
+        if not reached:
+            return None
+        sets.append(reached[:max_set])
+    return sets
+
+
 def enumerate_chains(sub: Subgraph, topic: str, max_hops: int, *, scorer: ChainScorer | None = None,
                      beam: int = 40, max_set: int = 500, max_expand: int = 200) -> list[Chain]:
     """Every relation chain of 1..`max_hops` steps from `topic` in the subgraph, both directions.

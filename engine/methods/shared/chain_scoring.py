@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.access.retrieval import DenseScorer
 from engine.methods.shared.chain_plans import Chain, step_text
-from engine.methods.shared.question_shape import asked_class, asked_for
+from engine.methods.shared.question_shape import asked_class, asked_for, participle
 from engine.methods.shared.word_forms import (
     content_word,
     converse_forms,
@@ -30,15 +30,6 @@ _QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "w
 # ("which company ...", "the company that supplies ..."), not a relation
 _KIND_BEFORE = frozenset(["which", "what"])
 _KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
-_PARTICIPLES = frozenset(["born", "written", "made", "led", "built", "held", "sold", "known", "given", "taken",
-                          "owned", "run", "grown", "shown", "chosen"])
-
-
-def _participle(word: str) -> bool:
-    """A past participle: after a noun it opens a reduced relative clause ("the company founded
-    by X"), so the noun names a kind of entity."""
-    return word in _PARTICIPLES or (len(word) > 4 and word.endswith("ed"))
-
 _WORD = re.compile(r"[a-z0-9]+")
 _MASK = re.compile(r"\[[^\]]*\]")
 
@@ -218,7 +209,7 @@ class ChainScorer:
         """The question's word at `at` names a kind of entity (`_foreign_pairs`)."""
         before = tokens[at - 1] if at > 0 else ""
         after = tokens[at + 1] if at + 1 < len(tokens) else ""
-        if before in _KIND_BEFORE or after in _KIND_AFTER or _participle(after):
+        if before in _KIND_BEFORE or after in _KIND_AFTER or participle(after):
             return True
         return content_word(before) and before != "x" and not any(same_word(word_form(before), w) for w in label)
 

@@ -75,3 +75,36 @@ def asked_class(masked_question: str) -> str | None:
         if word in ("what", "which") and words[i + 1] not in _SKIPPED and words[i + 1] not in _STOPS:
             return _noun_phrase(words[i + 1:]) or None
     return None
+
+
+_PARTICIPLES = frozenset(["born", "written", "made", "led", "built", "held", "sold", "known", "given", "taken",
+                          "owned", "run", "grown", "shown", "chosen"])
+_RELATIVE = frozenset(["that", "which", "who", "whom", "whose"])
+_DETERMINERS = frozenset(["the", "a", "an"])
+
+
+def participle(word: str) -> bool:
+    """A past participle: after a noun it opens a reduced relative clause ("the company founded
+    by X")."""
+    return word in _PARTICIPLES or (len(word) > 4 and word.endswith("ed"))
+
+
+def described_phrase(masked_question: str) -> tuple[str, str] | None:
+    """The description the question gives of the entities next to its topic X: a noun phrase
+    whose relative clause holds X, from its determiner to X ("the steel maker that supplies X":
+    ("steel maker that supplies", "maker"); "the wind turbine maker founded by X"; "the
+    telecommunications company that X completed ..."), with the phrase's head noun; None where X
+    is not in such a clause ("the parent company of X")."""
+    words = [w.strip("?,.;:!\"").lower() for w in masked_question.split()]
+    at = next((i for i, w in enumerate(words) if w == "x"), None)
+    if at is None:
+        return None
+    start = next((i for i in range(at - 1, -1, -1) if words[i] in _DETERMINERS), None)
+    if start is None:
+        return None
+    between = words[start + 1:at]
+    opens = next((i for i, w in enumerate(between) if i > 0 and (w in _RELATIVE or participle(w))), None)
+    if opens is None:
+        return None
+    return " ".join(between), between[opens - 1]
+
