@@ -152,7 +152,7 @@ class ChainsConfig(MethodConfig):
     described_sets: float = option(0.05, "where the question describes the entities next to its topic (\"the steel "
                                    "maker that supplies X\"), the chosen route's first set keeps the entities whose "
                                    "descriptions are within this cosine of the best match, the rest of the route "
-                                   "walked again from them (0: off; only entities with descriptions)", low=0.0,
+                                   "walked again from them (0: off; an entity without a description stays)", low=0.0,
                                    high=1.0)
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
