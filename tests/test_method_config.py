@@ -63,7 +63,7 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
              "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False,
              "graph_spans": True, "doc_steps": 0, "alternatives": False, "kind_nouns": False, "evidence_last": "facts",
              "converse_nouns": False,
-             "described_sets": 0.0}
+             "described_sets": 0.0, "step_direction": 0.0}
     configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "meaning_cover=0",
                                           "choose=\"llm\"", "doc_steps=0", "kind_nouns=false",
                                           "evidence_last=\"facts\"", "converse_nouns=false",

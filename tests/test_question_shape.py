@@ -449,3 +449,38 @@ def test_a_graph_that_names_both_sides_keeps_its_own_labels() -> None:
 ])
 def test_the_description_of_the_entities_next_to_the_topic(question: str, found: tuple[str, str] | None) -> None:
     assert described_phrase(question) == found
+
+
+def _direction(question: str, relations: list[str], weight: float = 1.0) -> ChainScorer:
+    return ChainScorer("dense", question, lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                       ScoreWeights(0.0, 0.0, 0.0, 0.0, converse_nouns=True, step_direction=weight), lambda e: e,
+                       relations)
+
+
+@pytest.mark.parametrize(("question", "relation", "direction"), [
+    ("which company supplies X", "supplier of", "in"),  # X the object; `A supplier of B`
+    ("who is the supplier of X", "supplier of", "in"),
+    ("which company is the parent of X", "subsidiary of", "out"),  # a converse noun
+    ("which company is a subsidiary of X", "subsidiary of", "in"),
+    ("who directed X", "directed by", "out"),  # X the object; `film directed by person`
+    ("who is the director of X", "directed by", "out"),
+    ("which films were directed by X", "directed by", "in"),  # X the agent
+    ("what does the company founded by X make", "founded by", "in"),
+    ("what is the genre of X", "directed by", None),  # the words do not name the relation
+])
+def test_the_first_step_goes_the_way_the_words_around_the_mention_say(question: str, relation: str,
+                                                                       direction: str | None) -> None:
+    assert _direction(question, [relation])._expected_direction(relation) == direction
+
+
+def test_step_direction_ranks_the_step_the_grammar_asks_for_first() -> None:
+    # "which company supplies X": Cell supplies Port and Port supplies Trust; from Port the
+    # supplier is Cell (a step in), not Trust (out)
+    edges = [("Cell", "supplier of", "Port"), ("Port", "supplier of", "Trust")]
+    def scores(weight: float) -> dict[tuple[str, ...], float]:
+        scorer = _direction("which company supplies X", ["supplier of"], weight)
+        return {tuple(f"{r} {d}" for r, d in c.steps): c.score
+                for c in enumerate_chains(_sub(edges, "Port"), "Port", 1, scorer=scorer)}
+    on, off = scores(1.0), scores(0.0)
+    assert on[("supplier of in",)] == 1.0 and on[("supplier of out",)] == 0.0
+    assert off[("supplier of in",)] == off[("supplier of out",)]

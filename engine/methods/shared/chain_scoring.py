@@ -30,6 +30,9 @@ _QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "w
 # ("which company ...", "the company that supplies ..."), not a relation
 _KIND_BEFORE = frozenset(["which", "what"])
 _KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
+# words before a mention that are not a verb of it ("the director of X", "written by X")
+_FOLLOWED = frozenset(["of", "by", "the", "a", "an", "in", "to", "for", "with", "on", "at", "from", "and", "is",
+                       "was", "are", "were"])
 _WORD = re.compile(r"[a-z0-9]+")
 _MASK = re.compile(r"\[[^\]]*\]")
 
@@ -82,6 +85,10 @@ class ChainScorer:
       (each mention one step, less one step per word that names nothing: `_unnamed`), so a chain
       does not go on past what the question asks for.
 
+    - `step_direction` (off by default): the first step goes the way the words around the
+      mention say (`_expected_direction`): "founded by X" makes X the agent, "supplies X" its
+      object, "the parent of X" (a converse noun) a step out of X.
+
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
 
@@ -106,6 +113,7 @@ class ChainScorer:
         self.dense = dense
         self.weights = weights
         self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
+        self._directions: dict[str, str | None] = {}  # relation -> `_expected_direction`, once
         # `converse_nouns`: the forms the relations' labels say themselves; the converse nouns of a
         # label's word ("parent" of "subsidiary") name its relation only where the subgraph has no
         # relation named by one of them (PathQuestion's `parents` and `children` keep their own)
@@ -144,7 +152,7 @@ class ChainScorer:
             result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
                           + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
-                          - w.unnamed_step * self._unnamed(c)
+                          - w.unnamed_step * self._unnamed(c) + w.step_direction * self._direction(c)
                           - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
         return result
 
@@ -306,6 +314,42 @@ class ChainScorer:
                 free.pop(hit)
         return max(0, unnamed - len(self.silent_words))
 
+    def _direction(self, chain: Chain) -> float:
+        """`step_direction`: 1 where the chain's first step goes the way the question's grammar
+        says, else 0 (also where it says nothing)."""
+        relation, direction = chain.steps[0]
+        if relation not in self._directions:
+            self._directions[relation] = self._expected_direction(relation)
+        return float(self._directions[relation] == direction)
+
+    def _expected_direction(self, relation: str) -> str | None:
+        """The direction of a first step through `relation` that the words before the mention
+        ask for, or None. A label ending in "by" is passive (`film directed by person`); one
+        ending in "of" names its subject (`A supplier of B`, `A subsidiary of B`):
+
+        - "<participle> by X" naming the relation ("founded by X"): X is the agent, a step in
+          through a passive label, out through another;
+        - "<noun> of X" naming it: out, except the label's own noun of an "of" label ("the
+          supplier of X" is `A supplier of X`: in); a converse noun ("the parent of X") goes out;
+        - "<verb> X" naming it ("supplies X", "directed X"): X is the object, out through a
+          passive label, in through an "of" label."""
+        words = [w.strip("?,.;:!\"").lower() for w in self.query.split()]
+        at = next((i for i, w in enumerate(words) if w == "x"), None)
+        if not at:
+            return None
+        label = word_list(self.relation_label(relation))
+        raw = self.relation_label(relation).lower().split()
+        passive, noun_of = raw[-1:] == ["by"], raw[-1:] == ["of"]
+        before, word = (words[at - 2] if at >= 2 else ""), words[at - 1]
+        if word == "by" and participle(before) and self._names({word_form(before)}, relation):
+            return "in" if passive else "out"
+        if word == "of" and before and self._names({word_form(before)}, relation):
+            own = any(same_word(word_form(before), f) for f in label)
+            return "in" if own and noun_of else "out"
+        if word not in _FOLLOWED and self._names({word_form(word)}, relation):
+            return "out" if passive else "in" if noun_of else None
+        return None
+
     def _relation_forms(self, relation: str) -> set[str]:
         if relation not in self._forms:
             forms = word_stems(self.relation_label(relation))
@@ -359,6 +403,7 @@ class ScoreWeights:
     unnamed_step: float = 0.0
     kind_nouns: bool = False
     converse_nouns: bool = False
+    step_direction: float = 0.0
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -370,7 +415,7 @@ class ScoreWeights:
                    meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
                    meaning_margin=float(config.meaning_margin),
                    unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns),
-                   converse_nouns=bool(config.converse_nouns))
+                   converse_nouns=bool(config.converse_nouns), step_direction=float(config.step_direction))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
