@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.access.retrieval import DenseScorer
 from engine.methods.shared.chain_plans import Chain, step_text
-from engine.methods.shared.question_shape import asked_class, asked_for, participle
+from engine.methods.shared.question_shape import asked_class, asked_for, mention_words, participle
 from engine.methods.shared.word_forms import (
     content_word,
     converse_forms,
@@ -114,6 +114,7 @@ class ChainScorer:
         self.weights = weights
         self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
         self._directions: dict[str, str | None] = {}  # relation -> `_expected_direction`, once
+        self._mention = mention_words(query)  # `step_direction` reads the words before the mention
         # `converse_nouns`: the forms the relations' labels say themselves; the converse nouns of a
         # label's word ("parent" of "subsidiary") name its relation only where the subgraph has no
         # relation named by one of them (PathQuestion's `parents` and `children` keep their own)
@@ -333,13 +334,13 @@ class ChainScorer:
           supplier of X" is `A supplier of X`: in); a converse noun ("the parent of X") goes out;
         - "<verb> X" naming it ("supplies X", "directed X"): X is the object, out through a
           passive label, in through an "of" label."""
-        words = [w.strip("?,.;:!\"").lower() for w in self.query.split()]
-        at = next((i for i, w in enumerate(words) if w == "x"), None)
+        words, at = self._mention
         if not at:
             return None
-        label = word_list(self.relation_label(relation))
-        raw = self.relation_label(relation).lower().split()
-        passive, noun_of = raw[-1:] == ["by"], raw[-1:] == ["of"]
+        text = self.relation_label(relation)
+        last = text.lower().split()[-1:]
+        passive, noun_of = last == ["by"], last == ["of"]
+        label = word_list(text)
         before, word = (words[at - 2] if at >= 2 else ""), words[at - 1]
         if word == "by" and participle(before) and self._names({word_form(before)}, relation):
             return "in" if passive else "out"

@@ -89,14 +89,20 @@ def participle(word: str) -> bool:
     return word in _PARTICIPLES or (len(word) > 4 and word.endswith("ed"))
 
 
+def mention_words(masked_question: str) -> tuple[list[str], int | None]:
+    """The masked question's words, lower-cased without punctuation, and the index of the topic's
+    mask "X" (None without one)."""
+    words = [w.strip("?,.;:!\"").lower() for w in masked_question.split()]
+    return words, next((i for i, w in enumerate(words) if w == "x"), None)
+
+
 def described_phrase(masked_question: str) -> tuple[str, str] | None:
     """The description the question gives of the entities next to its topic X: a noun phrase
     whose relative clause holds X, from its determiner to X ("the steel maker that supplies X":
     ("steel maker that supplies", "maker"); "the wind turbine maker founded by X"; "the
     telecommunications company that X completed ..."), with the phrase's head noun; None where X
     is not in such a clause ("the parent company of X")."""
-    words = [w.strip("?,.;:!\"").lower() for w in masked_question.split()]
-    at = next((i for i, w in enumerate(words) if w == "x"), None)
+    words, at = mention_words(masked_question)
     if at is None:
         return None
     start = next((i for i in range(at - 1, -1, -1) if words[i] in _DETERMINERS), None)
