@@ -16,6 +16,7 @@ from engine.methods.shared.chain_scoring import ChainScorer, ScoreWeights
 from engine.methods.shared.question_shape import asked_class, asked_for, described_phrase
 from engine.methods.shared.word_forms import (
     converse_forms,
+    kin_forms,
     same_word,
     word_form,
     word_list,
@@ -484,3 +485,37 @@ def test_step_direction_ranks_the_step_the_grammar_asks_for_first() -> None:
     on, off = scores(1.0), scores(0.0)
     assert on[("supplier of in",)] == 1.0 and on[("supplier of out",)] == 0.0
     assert off[("supplier of in",)] == off[("supplier of out",)]
+
+
+@pytest.mark.parametrize(("general", "kin"), [
+    ("children", {"son", "daughter", "kid"}),
+    ("parents", {"father", "mother", "dad", "mom"}),
+    ("spouse", {"husband", "wife"}),
+    ("director", set()),  # not a kin noun
+])
+def test_kin_forms_are_the_gendered_and_informal_kin_nouns(general: str, kin: set[str]) -> None:
+    assert kin_forms(word_form(general)) >= {word_form(w) for w in kin}
+    assert bool(kin_forms(word_form(general))) == bool(kin)
+
+
+def _kin(question: str, on: bool) -> ChainScorer:
+    return ChainScorer("lexical", question, lambda r: r, None,
+                       ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, cover_counts=True, kin_terms=on),
+                       lambda e: e, RELATIONS)
+
+
+def test_a_gendered_kin_noun_names_the_relation_of_its_general_noun() -> None:
+    question = "what is the place of birth of the father of the son of X"
+    assert _kin(question, True).relation_words == ["birth", "fath", "plac", "son"]
+    assert _kin(question, False).relation_words == ["birth", "plac"]  # before the option: only by meaning
+
+
+def test_kin_terms_rank_the_chain_of_the_kin_nouns_said_first() -> None:
+    # "the father of the son of X": Ann's child Bob, then his parents (Carl, Ann); without the
+    # option the words name nothing of the subgraph and every chain ties on the word terms
+    def best(on: bool) -> list[tuple[tuple[str, str], ...]]:
+        chains = enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 2, scorer=_kin("who is the father of the son of X", on))
+        top = max(c.score for c in chains)
+        return [c.steps for c in chains if c.score == top]
+    assert best(True) == [(("children", "out"), ("parents", "out"))]
+    assert len(best(False)) > 1

@@ -154,8 +154,11 @@ class ChainsConfig(MethodConfig):
                                    "descriptions are within this cosine of the best match, the rest of the route "
                                    "walked again from them (0: off; an entity without a description stays)", low=0.0,
                                    high=1.0)
-    step_direction: float = option(0.0, "weight: the first step goes the way the words around the mention say "
+    step_direction: float = option(0.3, "weight: the first step goes the way the words around the mention say "
                                    "(\"founded by X\": X the agent; \"supplies X\": X the object)", **_W)
+    kin_terms: bool = option(False, "a relation labelled by a general kin noun is also named by its gendered and "
+                             "informal nouns (\"son\" and \"daughter\" name `children`, \"husband\" `spouse`; "
+                             "English kin nouns in `word_forms`)")
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
     doc_steps: int = option(20, "a step through the documents: the entities whose documents name a topic entity "
@@ -552,5 +555,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

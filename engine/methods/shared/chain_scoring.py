@@ -19,6 +19,7 @@ from engine.methods.shared.question_shape import asked_class, asked_for, mention
 from engine.methods.shared.word_forms import (
     content_word,
     converse_forms,
+    kin_forms,
     same_word,
     word_form,
     word_list,
@@ -85,9 +86,13 @@ class ChainScorer:
       (each mention one step, less one step per word that names nothing: `_unnamed`), so a chain
       does not go on past what the question asks for.
 
-    - `step_direction` (off by default): the first step goes the way the words around the
+    - `step_direction` (0.3 in `chains`, off in `DEFAULT_WEIGHTS`): the first step goes the way the words around the
       mention say (`_expected_direction`): "founded by X" makes X the agent, "supplies X" its
       object, "the parent of X" (a converse noun) a step out of X.
+
+    With `kin_terms` a relation labelled by a general kin noun is also named by its gendered and
+    informal nouns (`word_forms.kin_forms`: "son" and "daughter" name `children`, "husband"
+    `spouse`), for every word term.
 
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
@@ -358,6 +363,8 @@ class ChainScorer:
                 for other_side in [converse_forms(f) for f in forms]:
                     if not any(same_word(c, d) for c in other_side for d in self._direct):
                         forms |= other_side
+            if self.weights.kin_terms:  # "son" and "daughter" name `children`, "husband" `spouse`
+                forms |= set().union(*(kin_forms(f) for f in forms))
             self._forms[relation] = forms
         return self._forms[relation]
 
@@ -405,6 +412,7 @@ class ScoreWeights:
     kind_nouns: bool = False
     converse_nouns: bool = False
     step_direction: float = 0.0
+    kin_terms: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -416,7 +424,8 @@ class ScoreWeights:
                    meaning_cover=float(config.meaning_cover), meaning_threshold=float(config.meaning_threshold),
                    meaning_margin=float(config.meaning_margin),
                    unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns),
-                   converse_nouns=bool(config.converse_nouns), step_direction=float(config.step_direction))
+                   converse_nouns=bool(config.converse_nouns), step_direction=float(config.step_direction),
+                   kin_terms=bool(config.kin_terms))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,

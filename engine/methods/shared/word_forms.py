@@ -8,7 +8,8 @@ A word is lower-cased, an irregular verb form mapped to its base ("wrote", "writ
 one common suffix is cut (-ing, -ers, -ors, -er, -or, -ed, -es, -s, -ion, -e, -y), a doubled final
 consonant and a final e are dropped: "directed", "director", "directing" -> "direct"; "starred",
 "stars" -> "star"; "acted", "actors" -> "act". Short and function words are left out.
-`converse_forms` gives the other side of a relational noun ("parent" and "subsidiary").
+`converse_forms` gives the other side of a relational noun ("parent" and "subsidiary"), `kin_forms`
+the gendered and informal nouns of a general kin noun ("son" and "daughter" of "child").
 """
 
 from __future__ import annotations
@@ -91,6 +92,22 @@ def converse_forms(form: str) -> frozenset[str]:
     """The forms of the nouns that name the other side of the relation a word form names
     ("subsidiar" -> {"parent"}; "parent" -> {"subsidiar", "child", "offspr"}); empty for most words."""
     return _CONVERSES.get(form, frozenset())
+
+
+# gendered and informal kin nouns under their general noun: "the son of X" asks for a child of X,
+# "X's husband" for a spouse (`chains`' `kin_terms`). English lexicon, not a dataset's vocabulary
+_KIN = {
+    "child": ("son", "daughter", "kid", "offspring"), "parent": ("father", "mother", "dad", "mom", "mum"),
+    "spouse": ("husband", "wife"), "sibling": ("brother", "sister"), "grandchild": ("grandson", "granddaughter"),
+    "grandparent": ("grandfather", "grandmother", "grandpa", "grandma"),
+}
+_KIN_FORMS = {word_form(general): frozenset(word_form(w) for w in words) for general, words in _KIN.items()}
+
+
+def kin_forms(form: str) -> frozenset[str]:
+    """The forms of the gendered and informal nouns of a general kin noun's form ("child" ->
+    {"son", "daught", "kid", "offspr"}); empty for any other word."""
+    return _KIN_FORMS.get(form, frozenset())
 
 
 def same_word(a: str, b: str) -> bool:
