@@ -20,7 +20,13 @@ from engine.access.graph import Subgraph, subgraph_within
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
 from engine.methods.chains.prompts import NOT_FOUND
 from engine.methods.registry import resolve_config
-from engine.methods.shared.answer_spans import allowed_answers, alternatives, is_yes_no, spans_of
+from engine.methods.shared.answer_spans import (
+    allowed_answers,
+    alternatives,
+    bare_count,
+    is_yes_no,
+    spans_of,
+)
 from engine.methods.shared.chain_plans import Chain, distinct_best, enumerate_chains, joined_chains
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
@@ -333,6 +339,26 @@ def test_chain_rank_merges_the_parallel_jobs_counts(tmp_path: Path) -> None:
     assert json.loads(target.read_text(encoding="utf-8")) == {
         "seed 0": {"pq-3h": {"meaning_cover": {"best_first": 35}, "inverse_steps=true": {"best_first": 34}}}}
     assert not part.exists()
+
+
+@pytest.mark.parametrize(("question", "span", "offered"), [
+    ("How many employees did X have?", "16,400 employees", "16,400"),  # the question names the unit
+    ("how many km long is the river", "517 km", "517"),
+    ("How many inhabitants does X have?", "9,984 inhabitant", "9,984"),
+    ("How many employees did X have?", "2,980 million", "2,980 million"),  # another unit
+    ("How far is X from Y?", "700 km", "700 km"),  # counts nothing
+    ("How many employees did X have?", "Orvask Mining Combine", "Orvask Mining Combine"),
+])
+def test_a_count_is_offered_without_the_unit_the_question_names(question: str, span: str, offered: str) -> None:
+    assert bare_count(question, span) == offered
+
+
+def test_bare_counts_replace_the_span_with_its_number() -> None:
+    passage = ["Headcount reached 16,400 employees by the end of the year."]
+    question = "How many employees did the parent company of X have?"
+    assert "16,400" in allowed_answers(question, [], passage, counts=True)
+    assert "16,400 employees" not in allowed_answers(question, [], passage, counts=True)
+    assert "16,400 employees" in allowed_answers(question, [], passage)  # hydra's answer and the option off
 
 
 def test_a_withheld_span_is_not_offered_but_a_candidate_name_is() -> None:

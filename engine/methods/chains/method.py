@@ -156,7 +156,9 @@ class ChainsConfig(MethodConfig):
                                    high=1.0)
     step_direction: float = option(0.3, "weight: the first step goes the way the words around the mention say "
                                    "(\"founded by X\": X the agent; \"supplies X\": X the object)", **_W)
-    kin_terms: bool = option(False, "a relation labelled by a general kin noun is also named by its gendered and "
+    bare_counts: bool = option(False, "a \"how many N\" question is offered a window's span \"<number> N\" as the "
+                               "bare number (the question names the unit: \"16,400 employees\" -> \"16,400\")")
+    kin_terms: bool = option(True, "a relation labelled by a general kin noun is also named by its gendered and "
                              "informal nouns (\"son\" and \"daughter\" name `children`, \"husband\" `spouse`; "
                              "English kin nouns in `word_forms`)")
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
@@ -515,7 +517,8 @@ class ChainsRun:
         record, cfg = self.record, self.config
         names = [self.label(e) for e in candidates]
         passages = [w.text for w in evidence.windows]
-        allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives, withheld=withheld or set())
+        allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives, withheld=withheld or set(),
+                                  counts=cfg.bare_counts)
         record.extra["candidates"] = allowed
         record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
@@ -555,5 +558,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -114,12 +114,31 @@ def alternatives(question: str) -> list[str]:
     return [match.group(1), match.group(2)] if match else []
 
 
+# "how many employees ...": the noun the question counts
+_COUNTED = re.compile(r"\bhow\s+(?:many|much)\s+([a-z][\w-]*)", re.IGNORECASE)
+
+
+def bare_count(question: str, span: str) -> str:
+    """A number span stated with the noun the question counts, as the bare number ("How many
+    employees ...?": "16,400 employees" -> "16,400"; the question already names the unit); any
+    other span as it is."""
+    counted = _COUNTED.search(question)
+    if counted is None:
+        return span
+    number, _, unit = span.partition(" ")
+    if unit and _NUMBER.fullmatch(number) and unit.lower().rstrip("s") == counted.group(1).lower().rstrip("s"):
+        return number
+    return span
+
+
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
-                    limit: int = 60, choices: bool = False, withheld: Collection[str] = ()) -> list[str]:
+                    limit: int = 60, choices: bool = False, withheld: Collection[str] = (),
+                    counts: bool = False) -> list[str]:
     """The answers the model may give: "yes"/"no" for a yes/no question, the candidate entity
     names, then the spans of the passages, at most `limit` in all. With `choices`, a question that
     offers alternatives ("... democratic or republican?") gets them in place of yes and no. A span
-    in `withheld` (lower case) is not offered; a candidate name always is."""
+    in `withheld` (lower case) is not offered; a candidate name always is. With `counts` a "how
+    many N" question is offered a span "<number> N" as the bare number (`bare_count`)."""
     allowed: dict[str, None] = {}
     offered = alternatives(question) if choices else []
     if is_yes_no(question) and not offered:
@@ -131,5 +150,5 @@ def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str]
     for passage in passages:
         for span in spans_of(passage):
             if span.lower() not in withheld:
-                allowed.setdefault(span, None)
+                allowed.setdefault(bare_count(question, span) if counts else span, None)
     return list(allowed)[:limit]

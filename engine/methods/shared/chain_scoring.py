@@ -90,9 +90,9 @@ class ChainScorer:
       mention say (`_expected_direction`): "founded by X" makes X the agent, "supplies X" its
       object, "the parent of X" (a converse noun) a step out of X.
 
-    With `kin_terms` a relation labelled by a general kin noun is also named by its gendered and
-    informal nouns (`word_forms.kin_forms`: "son" and "daughter" name `children`, "husband"
-    `spouse`), for every word term.
+    With `kin_terms` (on in `chains`, off in `DEFAULT_WEIGHTS`) a relation labelled by a general
+    kin noun is also named by its gendered and informal nouns (`word_forms.kin_forms`: "son" and
+    "daughter" name `children`, "husband" `spouse`), for every word term.
 
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
