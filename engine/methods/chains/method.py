@@ -156,7 +156,7 @@ class ChainsConfig(MethodConfig):
                                    high=1.0)
     step_direction: float = option(0.3, "weight: the first step goes the way the words around the mention say "
                                    "(\"founded by X\": X the agent; \"supplies X\": X the object)", **_W)
-    bare_counts: bool = option(False, "a \"how many N\" question is offered a window's span \"<number> N\" as the "
+    bare_counts: bool = option(True, "a \"how many N\" question is offered a window's span \"<number> N\" as the "
                                "bare number (the question names the unit: \"16,400 employees\" -> \"16,400\")")
     kin_terms: bool = option(True, "a relation labelled by a general kin noun is also named by its gendered and "
                              "informal nouns (\"son\" and \"daughter\" name `children`, \"husband\" `spouse`; "
