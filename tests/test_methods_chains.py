@@ -24,6 +24,8 @@ from engine.methods.shared.answer_spans import (
     allowed_answers,
     alternatives,
     bare_count,
+    date_asked,
+    date_at_grain,
     is_yes_no,
     spans_of,
 )
@@ -359,6 +361,40 @@ def test_bare_counts_replace_the_span_with_its_number() -> None:
     assert "16,400" in allowed_answers(question, [], passage, counts=True)
     assert "16,400 employees" not in allowed_answers(question, [], passage, counts=True)
     assert "16,400 employees" in allowed_answers(question, [], passage)  # hydra's answer and the option off
+
+
+@pytest.mark.parametrize(("question", "asked"), [
+    ("When was the female co-founder born?", "date"),
+    ("In what year was the film released?", "year"),
+    ("Australian Associated Press was established by a journalist born in which year?", "year"),
+    ("Where were the Olympics held when the skater won?", None),  # "when" is not its first question word
+    ("Who founded Unity?", None),
+])
+def test_a_question_asks_for_a_date_or_a_year(question: str, asked: str | None) -> None:
+    assert date_asked(question) == asked
+
+
+@pytest.mark.parametrize(("question", "answer", "given"), [
+    ("When was the co-founder of Unity born?", "1845", "August 6, 1845"),  # the date the passage states
+    ("When was the co-founder of Unity born?", "August 6", "August 6, 1845"),
+    ("When was the publisher in business?", "1889", "from 1889 to 1990"),  # a period
+    ("When was the co-founder of Unity born?", "Unity", "Unity"),  # not a date
+    ("When was the town renamed?", "1927", "1927"),  # no passage states a date holding it
+    ("In what year was the co-founder of Unity born?", "August 6, 1845", "1845"),
+    ("Who co-founded Unity?", "1845", "1845"),  # no date asked
+])
+def test_a_date_answer_is_given_at_the_grain_the_question_asks_for(question: str, answer: str, given: str) -> None:
+    passages = ["It was renamed in 1927.",
+                "Mary Page Fillmore (August 6, 1845 - October 6, 1931) co-founded Unity, in business from 1889 to 1990."]
+    assert date_at_grain(question, answer, passages) == given
+
+
+def test_what_a_thing_is_the_is_offered_with_definite() -> None:
+    passage = "The flagship product is the Weaver-6 welding arm, which brought in about 52 percent of revenue."
+    assert "Weaver-6 welding arm" in spans_of(passage, definite=True)
+    assert "Weaver-6 welding arm" not in spans_of(passage)  # the name run stops at "welding"
+    assert "Weaver-6" in spans_of(passage, definite=True)
+    assert "capital" in spans_of("Torvassa is the capital of Caspenne.", definite=True)  # up to the preposition
 
 
 def test_a_withheld_span_is_not_offered_but_a_candidate_name_is() -> None:

@@ -30,9 +30,12 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    the topic entities' documents and of the question's own best passages (dense search, BM25
    without vectors), ranked against the question at query time; the best `windows` are shown.
 6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
-   candidate names, answer-shaped spans of the shown windows (`answer_spans`), yes/no for a
-   yes/no question, and, only when no route was chosen, "not found" (an abstention, counted;
-   `abstain=false`: never offered). With `graph_spans=false` a window span that names another
+   candidate names, answer-shaped spans of the shown windows (`answer_spans`; with
+   `definite_kinds` also what a window says a thing "is the"), yes/no for a yes/no question, and,
+   only when no route was chosen, "not found" (an abstention, counted; `abstain=false`: never
+   offered). With `date_grain` a "when" answer that is the year of a date a window states is given
+   as the window states the date ("1845" -> "August 6, 1845"). With `graph_spans=false` a window
+   span that names another
    entity next to the chosen route in the graph is not offered: the graph holds it under a
    relation the route did not take ("1942", the release year, in a window beside the route to the
    films X wrote). A chosen route is the model's own judgement that the
@@ -54,7 +57,7 @@ from engine.access.graph import EvidencePath, Subgraph, subgraph_within
 from engine.access.retrieval import sentence_windows, shared_scorer
 from engine.methods.chains import prompts as cp
 from engine.methods.method_config import MethodConfig, option
-from engine.methods.shared.answer_spans import allowed_answers
+from engine.methods.shared.answer_spans import allowed_answers, date_at_grain
 from engine.methods.shared.chain_plans import (
     Chain,
     distinct_best,
@@ -158,6 +161,12 @@ class ChainsConfig(MethodConfig):
                                    "(\"founded by X\": X the agent; \"supplies X\": X the object)", **_W)
     bare_counts: bool = option(True, "a \"how many N\" question is offered a window's span \"<number> N\" as the "
                                "bare number (the question names the unit: \"16,400 employees\" -> \"16,400\")")
+    date_grain: bool = option(True, "the answer to a \"when\" question that is part of a date or period a shown "
+                              "window states (its year) is given as the window states it (\"August 6, 1845\", \"from "
+                              "1973 to 1996\"); a whole date answering \"what year\" is given as its year")
+    definite_kinds: bool = option(True, "a window's \"is the ...\" phrase is offered as an answer as its \"is a ...\" "
+                                  "one is (\"The flagship product is the Weaver-6 welding arm\": a name span stops at "
+                                  "\"welding\")")
     kin_terms: bool = option(True, "a relation labelled by a general kin noun is also named by its gendered and "
                              "informal nouns (\"son\" and \"daughter\" name `children`, \"husband\" `spouse`; "
                              "English kin nouns in `word_forms`)")
@@ -518,7 +527,7 @@ class ChainsRun:
         names = [self.label(e) for e in candidates]
         passages = [w.text for w in evidence.windows]
         allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives, withheld=withheld or set(),
-                                  counts=cfg.bare_counts)
+                                  counts=cfg.bare_counts, definite=cfg.definite_kinds)
         record.extra["candidates"] = allowed
         record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
@@ -543,6 +552,9 @@ class ChainsRun:
         if not answer and not names:
             abstain(record, "no valid reply")
             return
+        if cfg.date_grain and answer not in names and (dated := date_at_grain(self.text, answer, passages)) != answer:
+            record.extra["date_grain"] = f"{answer} -> {dated}"  # the model's pick, at the asked grain
+            answer = dated
         asked = [self.label(t) for t in topics]
         record.prediction, record.predictions = rank_answers(answer, list(dict.fromkeys(names)), asked)
         in_kg = any(n == record.prediction for n in names)
@@ -558,5 +570,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -40,6 +40,8 @@ _DEMONYM = re.compile(r"\b([A-Z][a-z]+(?:an|ian|ese|ish|ic|i))\s+([a-z][a-z-]{2,
 # what a thing is: "X is a massively multiplayer online role-playing video game set in ..."
 _KIND = re.compile(r"\b(?:is|was|are|were)\s+(?:a|an)\s+((?:[\w-]+\s+){0,7}?[\w-]+)"
                    r"(?=\s+(?:set|that|which|who|whose|in|on|at|by|from|with|for|of|and|based|located)\b|[,.;:()]|$)")
+# what a thing is, by name: "The flagship product is the Weaver-6 welding arm, which ..." (`definite`)
+_DEFINITE = re.compile(_KIND.pattern.replace(r"(?:a|an)\s+", r"the\s+", 1))
 # a nickname inside a name: Duane "Dewy" Clarridge
 _NICKNAMED = re.compile(r"[A-Z][\w'’-]+\s+[\"“][A-Z][\w'’-]*[\"”]\s+[A-Z][\w'’-]+")
 # "Kaunas, Lithuania": a place and the country or region it lies in
@@ -61,9 +63,10 @@ def _clean(span: str) -> str:
     return " ".join(words)
 
 
-def spans_of(text: str) -> list[str]:
+def spans_of(text: str, definite: bool = False) -> list[str]:
     """Distinct answer-shaped spans of `text` in order of appearance: dates, quoted titles,
-    capitalised names and numbers (a date's year also on its own)."""
+    capitalised names and numbers (a date's year also on its own), what a thing "is a" (and, with
+    `definite`, what it "is the": "the Weaver-6 welding arm", where a name run stops at "welding")."""
     found: list[tuple[int, str]] = []
     for match in _DATE.finditer(text):
         found.append((match.start(), match.group(0)))
@@ -81,7 +84,7 @@ def spans_of(text: str) -> list[str]:
         found.append((match.start() + 2, match.group(0)))
     for match in _DEMONYM.finditer(text):
         found.append((match.start() + 2, match.group(0)))
-    for match in _KIND.finditer(text):
+    for match in (*_KIND.finditer(text), *(_DEFINITE.finditer(text) if definite else ())):
         found.append((match.start(1), match.group(1)))
     for match in _NUMBER.finditer(text):
         found.append((match.start(), match.group(0)))
@@ -131,14 +134,53 @@ def bare_count(question: str, span: str) -> str:
     return span
 
 
+# the question's first question word; "what year", "in which year": a year
+_WH = re.compile(r"\b(who|whom|whose|what|which|where|when|how)\b", re.IGNORECASE)
+_YEAR_ASKED = re.compile(r"\b(?:what|which)\s+year\b", re.IGNORECASE)
+_DATE_PART = re.compile(rf"(?:\d{{1,4}}|(?:{_MONTHS})\.?\s+\d{{1,2}}|\d{{1,2}}\s+(?:{_MONTHS})|(?:{_MONTHS}))")
+
+
+def date_asked(question: str) -> str | None:
+    """"year" for a question that asks for a year ("In what year ...?"), "date" for one whose
+    first question word is "when", else None."""
+    if _YEAR_ASKED.search(question):
+        return "year"
+    first = _WH.search(question)
+    return "date" if first is not None and first.group(1).lower() == "when" else None
+
+
+def date_at_grain(question: str, answer: str, passages: Sequence[str]) -> str:
+    """The answer at the grain the question asks a date in (`date_asked`). For a "when" question,
+    an answer that is a part of a date or period a passage states (its year, its day and month)
+    becomes that date or period as the passage states it ("1845" -> "August 6, 1845", "1973" ->
+    "from 1973 to 1996"; the first passage that holds one); for a "what year" question, a whole
+    date becomes its year. Any other answer, or question, stays as it is."""
+    asked = date_asked(question)
+    if asked is None or not answer:
+        return answer
+    if asked == "year":
+        whole = _DATE.fullmatch(answer)
+        year = re.search(r"\d{4}", answer) if whole else None
+        return year.group(0) if year else answer
+    if not _DATE_PART.fullmatch(answer):
+        return answer
+    inside = re.compile(rf"(?<![\w]){re.escape(answer)}(?![\w])")
+    for passage in passages:
+        for match in (*_DATE.finditer(passage), *_RANGE.finditer(passage)):
+            if match.group(0) != answer and inside.search(match.group(0)):
+                return " ".join(match.group(0).split())
+    return answer
+
+
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
                     limit: int = 60, choices: bool = False, withheld: Collection[str] = (),
-                    counts: bool = False) -> list[str]:
+                    counts: bool = False, definite: bool = False) -> list[str]:
     """The answers the model may give: "yes"/"no" for a yes/no question, the candidate entity
     names, then the spans of the passages, at most `limit` in all. With `choices`, a question that
     offers alternatives ("... democratic or republican?") gets them in place of yes and no. A span
     in `withheld` (lower case) is not offered; a candidate name always is. With `counts` a "how
-    many N" question is offered a span "<number> N" as the bare number (`bare_count`)."""
+    many N" question is offered a span "<number> N" as the bare number (`bare_count`); `definite`:
+    `spans_of`'s."""
     allowed: dict[str, None] = {}
     offered = alternatives(question) if choices else []
     if is_yes_no(question) and not offered:
@@ -148,7 +190,7 @@ def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str]
         if name.strip():
             allowed.setdefault(name.strip(), None)
     for passage in passages:
-        for span in spans_of(passage):
+        for span in spans_of(passage, definite):
             if span.lower() not in withheld:
                 allowed.setdefault(bare_count(question, span) if counts else span, None)
     return list(allowed)[:limit]
