@@ -12,8 +12,9 @@ check the scorer on dev questions before spending LLM time (the README's chains 
 
 The chains are the graph's own: `doc_steps` (the method's step through the documents, on by
 default) is off unless `--set doc_steps=N` is given. The scorer is the one before `kind_nouns`,
-`converse_nouns`, `step_direction` and `kin_terms` (on by default since) unless `--set
-kind_nouns=true` / `--set converse_nouns=true` / `--set step_direction=0.3` / `--set kin_terms=true`
+`converse_nouns`, `step_direction`, `kin_terms` and `same_twice` (on by default since) unless `--set
+kind_nouns=true` / `--set converse_nouns=true` / `--set step_direction=0.3` / `--set kin_terms=true` /
+`--set same_twice=true`
 is given, so the counts checked in keep what they measured.
 
 With `--json FILE` the counts are also added to FILE under `seed N` / the set (`metaqa-1-hop`,
@@ -113,11 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     from engine.runs.context import open_context
 
     # the graph's own chains (`doc_steps`, on by default in the method, only when set here) and the
-    # scorer before `kind_nouns`, `converse_nouns`, `step_direction` and `kin_terms` (likewise), so the counts of
+    # scorer before `kind_nouns`, `converse_nouns`, `step_direction`, `kin_terms` and `same_twice` (likewise), so the counts of
     # bench/results/chain_rank.json keep what they measured
     keys = {s.split("=")[0].removeprefix("chains.") for s in args.settings}
     pinned = [f"{k}={v}" for k, v in (("doc_steps", 0), ("kind_nouns", "false"), ("converse_nouns", "false"),
-                                      ("step_direction", 0), ("kin_terms", "false")) if k not in keys]
+                                      ("step_direction", 0), ("kin_terms", "false"), ("same_twice", "false"))
+              if k not in keys]
     config = method_configs(["chains"], [*pinned, *args.settings])["chains"]
     questions = select_questions(read_questions(args.questions, args.format), sample=args.sample, seed=args.seed)
     ctx = open_context(args.index, ScriptedLLM([]), cache=False)

@@ -519,3 +519,20 @@ def test_kin_terms_rank_the_chain_of_the_kin_nouns_said_first() -> None:
         return [c.steps for c in chains if c.score == top]
     assert best(True) == [(("children", "out"), ("parents", "out"))]
     assert len(best(False)) > 1
+
+
+def _same(question: str, on: bool) -> ChainScorer:
+    return ChainScorer("lexical", question, lambda r: r, None,
+                       ScoreWeights(0.0, 0.0, 0.06, 0.0, relation_cover=1.0, cover_counts=True, same_twice=on),
+                       lambda e: e, ["starred actors", "release year"])
+
+
+def test_the_same_noun_asks_for_its_relation_there_and_back() -> None:
+    # "which films share the same actor of Jaws": Jaws's actors, then their films (Sting)
+    def best(on: bool) -> list[tuple[tuple[str, str], ...]]:
+        chains = enumerate_chains(_sub(ACTED, "Jaws"), "Jaws", 2, scorer=_same("which films share the same actor of X", on))
+        top = max(c.score for c in chains)
+        return [c.steps for c in chains if c.score == top]
+    assert best(True) == [(("starred actors", "out"), ("starred actors", "in"))]
+    assert best(False) == [(("starred actors", "out"),)]  # "actor" said once: one step, the hop penalty decides
+    assert _same("who starred in X", True).said_total == _same("who starred in X", False).said_total  # no "same"

@@ -35,6 +35,7 @@ _KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
 _FOLLOWED = frozenset(["of", "by", "the", "a", "an", "in", "to", "for", "with", "on", "at", "from", "and", "is",
                        "was", "are", "were"])
 _WORD = re.compile(r"[a-z0-9]+")
+_SAME = re.compile(r"\bsame\s+([a-z]+)")  # `same_twice`: the noun after "same"
 _MASK = re.compile(r"\[[^\]]*\]")
 
 
@@ -132,6 +133,12 @@ class ChainScorer:
         # how often the question says each relation word (`cover_counts`); else once each
         self.said_times = Counter(f for f in word_list(query) if f in said) if weights.cover_counts \
             else Counter(said)
+        # `same_twice`: "the same N" (as X) is N's relation there and back ("which films share the
+        # same actor of X": X's actors, then their films), so N asks for two steps
+        same = [w for w in _SAME.findall(query.lower())] if weights.same_twice else []
+        for word in same:
+            if word_form(word) in said:
+                self.said_times[word_form(word)] += 1
         self.said_total = sum(self.said_times.values())
         asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
         self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
@@ -142,6 +149,8 @@ class ChainScorer:
         self._relations = list(relations)
         self._meaning_read = bool(weights.meaning_cover or weights.unnamed_step)
         self.meaning_words = self._meaning_words(relations) if self._meaning_read else []
+        for word in same:  # said once, named twice
+            self.meaning_words.extend([entry for entry in self.meaning_words if entry[0] == word][:1])
         self.named_relations = {r for _, names in self.meaning_words for r in names}
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
@@ -413,6 +422,7 @@ class ScoreWeights:
     converse_nouns: bool = False
     step_direction: float = 0.0
     kin_terms: bool = False
+    same_twice: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -425,7 +435,7 @@ class ScoreWeights:
                    meaning_margin=float(config.meaning_margin),
                    unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns),
                    converse_nouns=bool(config.converse_nouns), step_direction=float(config.step_direction),
-                   kin_terms=bool(config.kin_terms))
+                   kin_terms=bool(config.kin_terms), same_twice=bool(config.same_twice))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
