@@ -38,10 +38,11 @@ _SPLIT = re.compile(r"\s+(?:and|&|on|in|for|the)\s+(?:(?:the)\s+)?")
 # a demonym or adjective before its noun ("a Canadian comedian", "an American drama film")
 _DEMONYM = re.compile(r"\b([A-Z][a-z]+(?:an|ian|ese|ish|ic|i))\s+([a-z][a-z-]{2,}(?:\s+(?:film|series|band|game|company))?)\b")
 # what a thing is: "X is a massively multiplayer online role-playing video game set in ..."
-_KIND = re.compile(r"\b(?:is|was|are|were)\s+(?:a|an)\s+((?:[\w-]+\s+){0,7}?[\w-]+)"
-                   r"(?=\s+(?:set|that|which|who|whose|in|on|at|by|from|with|for|of|and|based|located)\b|[,.;:()]|$)")
+_PHRASE = (r"((?:[\w-]+\s+){0,7}?[\w-]+)"
+           r"(?=\s+(?:set|that|which|who|whose|in|on|at|by|from|with|for|of|and|based|located)\b|[,.;:()]|$)")
+_KIND = re.compile(r"\b(?:is|was|are|were)\s+(?:a|an)\s+" + _PHRASE)
 # what a thing is, by name: "The flagship product is the Weaver-6 welding arm, which ..." (`definite`)
-_DEFINITE = re.compile(_KIND.pattern.replace(r"(?:a|an)\s+", r"the\s+", 1))
+_DEFINITE = re.compile(r"\b(?:is|was|are|were)\s+the\s+" + _PHRASE)
 # a nickname inside a name: Duane "Dewy" Clarridge
 _NICKNAMED = re.compile(r"[A-Z][\w'’-]+\s+[\"“][A-Z][\w'’-]*[\"”]\s+[A-Z][\w'’-]+")
 # "Kaunas, Lithuania": a place and the country or region it lies in
@@ -164,7 +165,7 @@ def date_at_grain(question: str, answer: str, passages: Sequence[str]) -> str:
         return year.group(0) if year else answer
     if not _DATE_PART.fullmatch(answer):
         return answer
-    inside = re.compile(rf"(?<![\w]){re.escape(answer)}(?![\w])")
+    inside = re.compile(rf"(?<!\w){re.escape(answer)}(?!\w)")
     for passage in passages:
         for match in (*_DATE.finditer(passage), *_RANGE.finditer(passage)):
             if match.group(0) != answer and inside.search(match.group(0)):

@@ -135,10 +135,10 @@ class ChainScorer:
             else Counter(said)
         # `same_twice`: "the same N" (as X) is N's relation there and back ("which films share the
         # same actor of X": X's actors, then their films), so N asks for two steps
-        same = [w for w in _SAME.findall(query.lower())] if weights.same_twice else []
-        for word in same:
-            if word_form(word) in said:
-                self.said_times[word_form(word)] += 1
+        same = _SAME.findall(query.lower()) if weights.same_twice else []
+        for form in map(word_form, same):
+            if form in said:
+                self.said_times[form] += 1
         self.said_total = sum(self.said_times.values())
         asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
         self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
@@ -150,7 +150,9 @@ class ChainScorer:
         self._meaning_read = bool(weights.meaning_cover or weights.unnamed_step)
         self.meaning_words = self._meaning_words(relations) if self._meaning_read else []
         for word in same:  # said once, named twice
-            self.meaning_words.extend([entry for entry in self.meaning_words if entry[0] == word][:1])
+            named = next((entry for entry in self.meaning_words if entry[0] == word), None)
+            if named is not None:
+                self.meaning_words.append(named)
         self.named_relations = {r for _, names in self.meaning_words for r in names}
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
