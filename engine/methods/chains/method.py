@@ -67,7 +67,7 @@ from engine.methods.shared.chain_plans import (
     walk_sets,
 )
 from engine.methods.shared.chain_scoring import (
-    DEFAULT_WEIGHTS,
+    CHAINS_WEIGHTS,
     ChainScorer,
     ScoreWeights,
     masked_question,
@@ -106,7 +106,7 @@ _SOURCES = ("wiki", "web", "domain")
 
 EVIDENCE_LAST = ("facts", "named")
 _W = {"low": 0.0, "high": 2.0}  # the scorer's weights
-_D = DEFAULT_WEIGHTS  # their defaults (`chain_scoring`: `hydra`'s `path_relevance=chains` reads them too)
+_D = CHAINS_WEIGHTS  # their defaults (`chain_scoring`: `hydra`'s `chain_weights=chains` reads them too)
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,11 @@ class ChainsConfig(MethodConfig):
                                 "twice (\"the director of the director of X\"), it asks for two steps naming it")
     relation_order: float = option(_D.relation_order, "weight: the first step is named next to the mention, the last next to "
                                    "the question word", **_W)
-    meaning_cover: float = option(0.5, "weight: share of the question's relation-naming words (word form, or the "
+    meaning_cover: float = option(_D.meaning_cover, "weight: share of the question's relation-naming words (word form, or the "
                                   "embedding model's cosine >= meaning_threshold: \"kid\" names children) that "
                                   "distinct steps of the chain answer to (0: the scorer before it was the default)",
                                   **_W)
-    meaning_threshold: float = option(0.55, "meaning_cover: cosine of a question word and a relation label that "
+    meaning_threshold: float = option(_D.meaning_threshold, "meaning_cover: cosine of a question word and a relation label that "
                                       "counts as naming it", low=0.0, high=1.0)
     meaning_margin: float = option(0.0, "meaning_cover: how much closer than to any other relation a word must be to "
                                    "name one (\"film\" is as close to directed by as to starred actors)", low=0.0,
@@ -146,10 +146,10 @@ class ChainsConfig(MethodConfig):
     unnamed_step: float = option(0.0, "per step that no relation-naming word of the question answers for (each word "
                                  "one step, as meaning_cover reads them), less one per word that names nothing: a "
                                  "step the question does not ask for costs this", **_W)
-    kind_nouns: bool = option(True, "a question word that names a kind of entity (\"which company\", \"the company "
+    kind_nouns: bool = option(_D.kind_nouns, "a question word that names a kind of entity (\"which company\", \"the company "
                               "that ...\", \"parent company\") does not name a relation of several words by one of "
                               "them (`sibling company`) unless the question says the others too")
-    converse_nouns: bool = option(True, "a relational noun names the relation its converse noun labels, where no "
+    converse_nouns: bool = option(_D.converse_nouns, "a relational noun names the relation its converse noun labels, where no "
                                   "relation of the question subgraph is named by the noun itself (\"parent\" names "
                                   "`subsidiary of`; English converse pairs in `word_forms`)")
     described_sets: float = option(0.05, "where the question describes the entities next to its topic (\"the steel "
@@ -157,7 +157,7 @@ class ChainsConfig(MethodConfig):
                                    "descriptions are within this cosine of the best match, the rest of the route "
                                    "walked again from them (0: off; an entity without a description stays)", low=0.0,
                                    high=1.0)
-    step_direction: float = option(0.3, "weight: the first step goes the way the words around the mention say "
+    step_direction: float = option(_D.step_direction, "weight: the first step goes the way the words around the mention say "
                                    "(\"founded by X\": X the agent; \"supplies X\": X the object)", **_W)
     bare_counts: bool = option(True, "a \"how many N\" question is offered a window's span \"<number> N\" as the "
                                "bare number (the question names the unit: \"16,400 employees\" -> \"16,400\")")
@@ -167,10 +167,10 @@ class ChainsConfig(MethodConfig):
     definite_kinds: bool = option(True, "a window's \"is the ...\" phrase is offered as an answer as its \"is a ...\" "
                                   "one is (\"The flagship product is the Weaver-6 welding arm\": a name span stops at "
                                   "\"welding\")")
-    same_twice: bool = option(True, "\"the same N\" asks for N's relation twice, there and back (\"which films "
+    same_twice: bool = option(_D.same_twice, "\"the same N\" asks for N's relation twice, there and back (\"which films "
                               "share the same actor of X\": X's actors, then their films): relation_cover and "
                               "meaning_cover count N as said twice")
-    kin_terms: bool = option(True, "a relation labelled by a general kin noun is also named by its gendered and "
+    kin_terms: bool = option(_D.kin_terms, "a relation labelled by a general kin noun is also named by its gendered and "
                              "informal nouns (\"son\" and \"daughter\" name `children`, \"husband\" `spouse`; "
                              "English kin nouns in `word_forms`)")
     inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "

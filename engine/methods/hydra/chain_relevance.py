@@ -24,7 +24,12 @@ from collections.abc import Callable, Sequence
 from engine.access.graph import GraphPath, GroupedPath, Subgraph
 from engine.access.retrieval import DenseScorer
 from engine.methods.shared.chain_plans import Chain
-from engine.methods.shared.chain_scoring import DEFAULT_WEIGHTS, ChainScorer, masked_question
+from engine.methods.shared.chain_scoring import (
+    CHAINS_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    ChainScorer,
+    masked_question,
+)
 
 Label = Callable[[str], str]
 
@@ -33,10 +38,11 @@ class ChainRelevance:
     """The chain scorer of one question, over its subgraph's relations."""
 
     def __init__(self, question: str, topic_labels: Sequence[str], sub: Subgraph, label: Label,
-                 relation_label: Label, dense: DenseScorer) -> None:
+                 relation_label: Label, dense: DenseScorer, weights: str = "first") -> None:
         self.query = masked_question(question, topic_labels)
         relations = sorted({key for _, _, key in sub.graph.edges(keys=True)})
-        self.scorer = ChainScorer("dense", self.query, relation_label, dense, DEFAULT_WEIGHTS, label, relations)
+        chosen = CHAINS_WEIGHTS if weights == "chains" else DEFAULT_WEIGHTS
+        self.scorer = ChainScorer("dense", self.query, relation_label, dense, chosen, label, relations)
 
     def of_groups(self, groups: Sequence[GroupedPath]) -> list[float]:
         """Raw chain scores of grouped paths (one per relation sequence)."""

@@ -28,6 +28,7 @@ from engine.methods.hydra.paths import (
 from engine.methods.hydra.record import HydraRecorder
 from engine.methods.hydra.score import Candidate, relevance_scores
 from engine.methods.hydra.state import Attempt
+from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import timed
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class HydraExplorer(HydraRecorder):
             return None
         if self._chain_relevance is None:
             self._chain_relevance = ChainRelevance(self.text, self.topic_labels, self.subgraph(), self.label,
-                                                   self.kg.relation_label, self.scorer)
+                                                   self.kg.relation_label, self.scorer, self.config.chain_weights)
         return self._chain_relevance
 
     def relevance(self, indicator: str) -> Any:
@@ -116,7 +117,7 @@ class HydraExplorer(HydraRecorder):
                     seen = {(s.chunk_id, s.text) for s in found}
                     more = [s for s in entity_sentences(self.docs, reached, window, max_chunks)
                             if (s.chunk_id, s.text) not in seen]
-                    kept += top_sentences(self.scorer, indicator, more, k, chars)
+                    kept += self.reached_windows(more, query, indicator)
             if "web" in sources:
                 seen = {(s.chunk_id, s.text) for s in kept}  # web_collections=all can find them again
                 fresh = [s for s in self._web(query) if (s.chunk_id, s.text) not in seen]
@@ -138,19 +139,72 @@ class HydraExplorer(HydraRecorder):
                 reached: Sequence[str] = ()) -> list[Candidate]:
         pool: list[Candidate] = []
         if "kg" in sources and topics:
-            pool += self.kg_paths(topics, indicator, depth, step, all_depths)
+            kg = self.kg_paths(topics, indicator, depth, step, all_depths)
+            pool += kg
+            if self.config.doc_entities == "ranked":
+                reached = list(dict.fromkeys([*reached, *self.ranked_entities(kg, indicator, topics, step)]))
+                reached = reached[: self.config.max_doc_entities]
         if any(s in sources for s in ("wiki", "web")):
             pool += self.doc_paths(sources, doc_entities, query, indicator, step, reached)
         return pool
 
+    def reached_windows(self, found: Sequence[Sentence], query: str, indicator: str) -> list[Sentence]:
+        """The reached entities' own top W_max windows by the indicator (`reached`). With `ranked`
+        (ours): by the question with its topic entities' names masked, one window per document.
+        The indicator names the topic entity, so the window that only says a reached company
+        supplies it (the KG path already shows that) outranked the one that answers; and one
+        document's windows filled all W_max places where the reached entities are several."""
+        k, chars = self.config.w_max, self.config.max_sentence_chars
+        assert self.scorer is not None
+        if self.config.doc_entities != "ranked":
+            return top_sentences(self.scorer, indicator, found, k, chars)
+        ranked = top_sentences(self.scorer, masked_question(query, self.topic_labels), found, len(found), chars)
+        firsts: dict[str, Sentence] = {}
+        for sentence in ranked:
+            firsts.setdefault(sentence.title, sentence)
+        return list(firsts.values())[:k]
+
     # -- the later phases' sources and entities ----------------------------------------------
     def later_sources(self, available: Sequence[str]) -> list[str]:
         """The sources of the refined and predicted phases: every available one; with
-        `doc_entities: reached`, Wiki too whenever the index has documents (the entities the
-        KG paths reach may have documents where the topic entities have none)."""
-        if self.config.doc_entities == "reached" and self.docs is not None and "wiki" not in available:
-            return [s for s in SOURCES if s in available or s == "wiki"]
-        return list(available)
+        `doc_entities: reached` or `ranked`, Wiki too whenever the index has documents (the
+        entities the KG paths reach may have documents where the topic entities have none)."""
+        return self.with_wiki(available) if self.config.doc_entities != "topics" else list(available)
+
+    def initial_sources(self, selected: Sequence[str]) -> list[str]:
+        """The sources of the initial phase: the model's choice; with `doc_entities: ranked`, Wiki
+        too whenever the index has documents and the KG is chosen (it reads the documents of the
+        entities on the phase's best-ranked KG paths)."""
+        if self.config.doc_entities == "ranked" and "kg" in selected:
+            return self.with_wiki(selected)
+        return list(selected)
+
+    def with_wiki(self, sources: Sequence[str]) -> list[str]:
+        if self.docs is not None and "wiki" not in sources:
+            return [s for s in SOURCES if s in sources or s == "wiki"]
+        return list(sources)
+
+    def ranked_entities(self, kg: Sequence[Candidate], indicator: str, topics: Sequence[str],
+                        step: dict[str, Any]) -> list[str]:
+        """With `doc_entities: ranked` (ours): the entities on this phase's best W_max grouped KG
+        paths by relevance (the chains scorer with `path_relevance: chains`, else the paper's
+        relevance to the indicator), ranked without the LLM before the model selects, nearest to
+        the topic entity first: the reports of the companies the KG reaches join the same phase,
+        where `reached` waits for a later phase that a `Yes` never runs."""
+        if not kg:
+            return []
+        chains = self.chain_relevance()
+        groups = [cast("GroupedPath", c.payload) for c in kg]
+        scores = chains.of_groups(groups) if chains is not None else self.relevance(indicator)(kg)
+        best = [groups[i] for i in sorted(range(len(groups)), key=lambda i: -scores[i])[: self.config.w_max]]
+        levels = max(len(g.sets) for g in best)
+        near_first = [e for i in range(1, levels) for g in best if i < len(g.sets) for e in g.sets[i]]
+        named = [e for e in dict.fromkeys(near_first)
+                 if e not in topics and not self.label(e).startswith("unnamed entity")]
+        ranked = named[: self.config.max_doc_entities]
+        if ranked:
+            step["ranked_docs"] = [self.name(e) for e in ranked]
+        return ranked
 
     def reached_entities(self, topics: Sequence[str], attempts: Sequence[Attempt],
                          step: dict[str, Any]) -> list[str]:
@@ -160,7 +214,7 @@ class HydraExplorer(HydraRecorder):
         step: a chain's middle or end may have in its document what the KG lacks about it).
         Their windows get their own top W_max (the topic entities' windows would outrank them:
         the indicator names the topic entity). Empty with `doc_entities: topics` (paper)."""
-        if self.config.doc_entities != "reached":
+        if self.config.doc_entities == "topics":
             return []
         groups = [cast("GroupedPath", c.payload) for a in attempts for c in a.selected if c.source == "kg"]
         levels = max((len(g.sets) for g in groups), default=0)

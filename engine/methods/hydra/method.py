@@ -83,10 +83,10 @@ def _initial(run: HydraRun, analysis: Analysis, available: list[str], ordered: l
     """Initial exploration: the selected sources at min(D_predict, D_max) (`initial_depth: max`: D_max)."""
     d_max = run.config.d_max
     depth = min(analysis.d_predict, d_max) if run.config.initial_depth == "predicted" else d_max
-    step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
-                            "sources": analysis.sources}
+    sources = run.initial_sources(analysis.sources)
+    step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth, "sources": sources}
     run.trace.append(step)
-    pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text,
+    pool = run.explore(step, sources, ordered, analysis.skyline, depth, run.topics, run.text,
                        all_depths=run.config.path_lengths == "up_to")
     return run.attempt("initial", pool, analysis, step)
 
@@ -161,7 +161,7 @@ def run_hydra_s(question: Question, ctx: Context, config: dict[str, Any]) -> Ans
 # added after the first runs: in the config hash only when set away from the default
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
           "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities",
-          "path_relevance", "answer_prompt")
+          "path_relevance", "answer_prompt", "chain_weights")
 HYDRA = MethodSpec.typed(
     "hydra", run_hydra, HydraConfig,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",
@@ -173,4 +173,5 @@ HYDRA_E = MethodSpec.typed(
 HYDRA_S = MethodSpec.typed(
     "hydra-s", run_hydra_s, HydraSConfig,
     "HydraRAG with settings for small models (ours): every depth, KG paths ranked by the chains scorer, "
-    "sentences as evidence, answers from the paths' ends or the evidence's words")
+    "sentences as evidence, answers from the paths' ends or the evidence's words",
+    hash_unless={"chain_weights": "first"})

@@ -442,5 +442,10 @@ class ScoreWeights:
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
                                word_overlap=0.3, relation_cover=1.0, relation_order=0.5, cover_counts=True)
-"""The `chains` defaults of the weights (its config keys read them; so does `hydra`'s
-`path_relevance: chains`)."""
+"""The `chains` defaults of the weights when `hydra`'s `path_relevance: chains` was built (the
+weighted terms; `hydra`'s `chain_weights: first` reads them)."""
+
+CHAINS_WEIGHTS = replace(DEFAULT_WEIGHTS, meaning_cover=0.5, kind_nouns=True, converse_nouns=True, step_direction=0.3,
+                         kin_terms=True, same_twice=True)
+"""The `chains` method's defaults now: its config keys read them, and so does `hydra`'s
+`chain_weights: chains`."""
