@@ -573,6 +573,12 @@ def test_doc_entities_ranked_reads_the_reached_reports_in_the_initial_phase(demo
     assert first["ranked_docs"][0] == "Dovrenz Pharma" and "Saltreach Biologics" not in first["ranked_docs"]
     reached = [c for c in first["sentences"] if "saltreach" not in c]
     assert 0 < len(reached) <= 3 and len({c.split("#")[0] for c in reached}) == len(reached)  # one per document
-    assert any("Caspar Ellwood" in p for p in first["doc_paths"])
+    # the window follows the KG path that reached its company, cut after it: a hybrid path
+    hybrid = "{Saltreach Biologics} -subsidiary of-> {Dovrenz Pharma} : Dovrenz Pharma: The company is led by " \
+             "chief executive Caspar Ellwood."
+    assert hybrid in first["doc_paths"]
+    relevance = {c["text"]: c["relevance"] for c in first["relevance"]["top"]}
+    # ranked as its KG part by the chain scorer, so it stands among the best three
+    assert relevance[hybrid] == relevance["{Saltreach Biologics} -subsidiary of-> {Dovrenz Pharma}"]
     with pytest.raises(ValueError, match="chain_weights"):
         resolve_config("hydra", {"chain_weights": "latest"})

@@ -30,8 +30,11 @@ class HydraRun(HydraExplorer):
             known |= set(self.subgraph_labels().values())
         chains = self.chain_relevance()
         if chains is not None:  # ours: the KG paths' relevance from the chain scorer, scaled to [0, 1]
-            at = [i for i, c in enumerate(pool) if c.source == "kg" and isinstance(c.payload, GroupedPath)]
-            values = scaled(chains.of_groups([pool[i].payload for i in at]))
+            # (a hybrid path of `doc_entities: ranked` as its KG part)
+            paths = {i: c.payload if c.source == "kg" else c.payload.via for i, c in enumerate(pool)
+                     if isinstance(c.payload, GroupedPath) or (isinstance(c.payload, DocPath) and c.payload.via)}
+            at = list(paths)
+            values = scaled(chains.of_groups([paths[i] for i in at]))
             pool = list(pool)
             for i, value in zip(at, values, strict=True):
                 pool[i] = replace(pool[i], relevance=value)
