@@ -502,7 +502,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
              "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance",
-             "answer_prompt", "chain_weights")
+             "answer_prompt", "chain_weights", "end_prefix")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
@@ -582,3 +582,23 @@ def test_doc_entities_ranked_reads_the_reached_reports_in_the_initial_phase(demo
     assert relevance[hybrid] == relevance["{Saltreach Biologics} -subsidiary of-> {Dovrenz Pharma}"]
     with pytest.raises(ValueError, match="chain_weights"):
         resolve_config("hydra", {"chain_weights": "latest"})
+
+
+CHAIR_BORN = Question("demo-025", "In which city was the board chair of Pellin Rail Freight born?", ["Pellin"])
+
+
+def test_end_prefix_offers_the_end_of_the_best_ranked_prefix_of_a_chosen_path(demo_index: Path) -> None:
+    """The model chooses paths that go one step past the city the board chair was born in (as
+    the 0.5B model did on the demo); `answer_choice=ends` then offers only their last sets, and
+    with `end_prefix` the chain scorer cuts each chosen path where it matches the question best:
+    after `born in`."""
+    def offered(**config: Any) -> list[str]:
+        reply = script([("Yes", "Pellin")], prefer=("located in",), skyline="Pellin Rail Freight - board chair - "
+                       "person - born in - answer")
+        _, llm = run(demo_index, CHAIR_BORN, reply, "hydra-s", chain_weights="chains", **config)
+        answer = next(r for r in llm.requests if r.stage == "answer")
+        return list(answer.schema["properties"]["answer"]["enum"])  # type: ignore[index]
+
+    whole, cut = offered(), offered(end_prefix=True)
+    assert whole[0] == "Tarvania"  # the end of "born in, then located in", the model's first choice
+    assert cut[0] == "Pellin" and "Tarvania" not in cut and "Orvask" not in cut

@@ -133,8 +133,23 @@ class HydraRun(HydraExplorer):
             if any(e in self.topics for e in inner):
                 names += list(reversed(c.entities))
             else:
-                names += list(dict.fromkeys(self.label(e) for e in group.sets[-1]))[: self.config.max_shown]
+                end = group.sets[self._best_prefix(group)]
+                names += list(dict.fromkeys(self.label(e) for e in end))[: self.config.max_shown]
         return names
+
+    def _best_prefix(self, group: GroupedPath) -> int:
+        """`end_prefix` (ours): the length of the chosen path's prefix that the chain scorer ranks
+        best against the question, so that a path the model chose for its first steps ("board
+        chair (reverse)", then "supplier of") offers the end the question asks for; without it
+        (or without `path_relevance: chains`), the whole path."""
+        chains = self.chain_relevance() if self.config.end_prefix else None
+        steps = len(group.relations)
+        if chains is None or steps < 2:
+            return steps
+        prefixes = [GroupedPath(group.topic, group.relations[:n], group.sets[: n + 1], [], group.score)
+                    for n in range(1, steps + 1)]
+        scores = chains.of_groups(prefixes)
+        return 1 + max(range(steps), key=lambda i: (scores[i], i))
 
 
 def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:

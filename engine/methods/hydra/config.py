@@ -101,6 +101,9 @@ class HydraConfig(MethodConfig):
     answer_max_tokens: int = option(160, "token limit of an answer call", low=1)
     refine_max_tokens: int = option(96, "token limit of a refine call", low=1)
     predict_max_tokens: int = option(160, "token limit of a predict call", low=1)
+    end_prefix: bool = option(False, "answer_choice=ends with path_relevance=chains (ours): each chosen KG path "
+                                     "offers the end of its prefix that the chain scorer ranks best against the "
+                                     "question, not always its last set")
     max_answer_names: int = option(60, "answer_choice=paths: names offered at most", low=1)
     trace_max_entities: int = option(300, "entity names kept per stage in extra.trace", low=1)
     seed: int = option(0, "the seed of every call and of hydra-e's relation choice")
