@@ -550,40 +550,6 @@ def test_doc_entities_reached_reads_the_documents_of_the_entities_on_the_chosen_
         resolve_config("hydra", {"doc_entities": "all"})
 
 
-PARENT_CEO = Question("demo-042", "Who is the chief executive of the parent company of Saltreach Biologics?",
-                      ["Caspar Ellwood"])
-
-
-def test_doc_entities_ranked_reads_the_reached_reports_in_the_initial_phase(demo_index: Path) -> None:
-    """The model chooses the KG alone and says Yes at once, so `reached` never runs a later
-    phase; with `doc_entities=ranked` the initial phase itself reads the documents of the
-    entities on its best-ranked KG paths (before the model selects), one window per document
-    by the question without its topic entity: the parent's report, which alone names its chief
-    executive, is read there."""
-    def reply() -> Callable[[ScriptedRequest], Any]:
-        return script([("Yes", "Caspar Ellwood")], prefer=("subsidiary of",),
-                      skyline="Saltreach Biologics - subsidiary of - company - chief executive - answer")
-
-    paper, _ = run(demo_index, PARENT_CEO, reply(), "hydra-s")
-    first = paper.extra["trace"][0]
-    assert first["phase"] == "initial" and first["sources"] == ["kg"] and "ranked_docs" not in first
-    ranked, _ = run(demo_index, PARENT_CEO, reply(), "hydra-s", doc_entities="ranked", chain_weights="chains")
-    first = ranked.extra["trace"][0]
-    assert first["phase"] == "initial" and first["sources"] == ["kg", "wiki"]
-    assert first["ranked_docs"][0] == "Dovrenz Pharma" and "Saltreach Biologics" not in first["ranked_docs"]
-    reached = [c for c in first["sentences"] if "saltreach" not in c]
-    assert 0 < len(reached) <= 3 and len({c.split("#")[0] for c in reached}) == len(reached)  # one per document
-    # the window follows the KG path that reached its company, cut after it: a hybrid path
-    hybrid = "{Saltreach Biologics} -subsidiary of-> {Dovrenz Pharma} : Dovrenz Pharma: The company is led by " \
-             "chief executive Caspar Ellwood."
-    assert hybrid in first["doc_paths"]
-    relevance = {c["text"]: c["relevance"] for c in first["relevance"]["top"]}
-    # ranked as its KG part by the chain scorer, so it stands among the best three
-    assert relevance[hybrid] == relevance["{Saltreach Biologics} -subsidiary of-> {Dovrenz Pharma}"]
-    with pytest.raises(ValueError, match="chain_weights"):
-        resolve_config("hydra", {"chain_weights": "latest"})
-
-
 CHAIR_BORN = Question("demo-025", "In which city was the board chair of Pellin Rail Freight born?", ["Pellin"])
 
 

@@ -30,11 +30,8 @@ class HydraRun(HydraExplorer):
             known |= set(self.subgraph_labels().values())
         chains = self.chain_relevance()
         if chains is not None:  # ours: the KG paths' relevance from the chain scorer, scaled to [0, 1]
-            # (a hybrid path of `doc_entities: ranked` as its KG part)
-            paths = {i: c.payload if c.source == "kg" else c.payload.via for i, c in enumerate(pool)
-                     if isinstance(c.payload, GroupedPath) or (isinstance(c.payload, DocPath) and c.payload.via)}
-            at = list(paths)
-            values = scaled(chains.of_groups([paths[i] for i in at]))
+            at = [i for i, c in enumerate(pool) if c.source == "kg" and isinstance(c.payload, GroupedPath)]
+            values = scaled(chains.of_groups([pool[i].payload for i in at]))
             pool = list(pool)
             for i, value in zip(at, values, strict=True):
                 pool[i] = replace(pool[i], relevance=value)
@@ -139,9 +136,10 @@ class HydraRun(HydraExplorer):
 
     def _best_prefix(self, group: GroupedPath) -> int:
         """`end_prefix` (ours): the length of the chosen path's prefix that the chain scorer ranks
-        best against the question, so that a path the model chose for its first steps ("board
-        chair (reverse)", then "supplier of") offers the end the question asks for; without it
-        (or without `path_relevance: chains`), the whole path."""
+        best against the question, so that a path the model chose for its first steps offers the
+        end the question asks for ("board chair, then born in, then located in" offers the city
+        of "in which city was the board chair of X born", not the country); without it (or
+        without `path_relevance: chains`), the whole path."""
         chains = self.chain_relevance() if self.config.end_prefix else None
         steps = len(group.relations)
         if chains is None or steps < 2:

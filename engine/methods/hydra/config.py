@@ -59,12 +59,9 @@ class HydraConfig(MethodConfig):
     doc_evidence: str = option("paths", "paths: the model writes the windows as knowledge paths (paper); "
                                         "sentences: the windows themselves", "HydraRAG §4",
                                choices=("paths", "sentences"))
-    doc_entities: str = option("topics", "whose documents Wiki reads: the topic entities' (paper); also those "
-                                         "reached on the KG paths chosen in earlier phases (reached); ranked: "
-                                         "those and, in every phase, those on the phase's best W_max KG paths "
-                                         "before selection", choices=("topics", "reached", "ranked"))
-    max_doc_entities: int = option(10, "doc_entities=reached/ranked: reached entities whose documents are read",
-                                   low=1)
+    doc_entities: str = option("topics", "whose documents Wiki reads: the topic entities' (paper), or also "
+                                         "those reached on the chosen KG paths", choices=("topics", "reached"))
+    max_doc_entities: int = option(10, "doc_entities=reached: reached entities whose documents are read", low=1)
     align_threshold: float = option(0.8, "predicted answers: cosine to a subgraph entity's name", **_UNIT)
     max_align_nodes: int = option(2000, "subgraph entities embedded for that alignment", low=1)
     require_grounded_answer: bool = option(True, "a Yes whose answer the selected paths do not name is a No")

@@ -24,7 +24,6 @@ from engine.methods.hydra.score import Candidate
 from engine.methods.shared.common import ask
 
 if TYPE_CHECKING:
-    from engine.access.graph import GroupedPath
     from engine.access.protocols import DocumentStore
     from engine.llm.protocol import LLM
     from engine.questions.record import AnswerRecord
@@ -55,11 +54,9 @@ class Sentence:
 
 @dataclass(frozen=True)
 class DocPath:
-    """The payload of a knowledge path written from a sentence: its provenance; with
-    `doc_entities: ranked`, also the KG path that reached the sentence's entity (`via`)."""
+    """The payload of a knowledge path written from a sentence: its provenance."""
 
     sentence: Sentence
-    via: GroupedPath | None = None
 
 
 def _windows(chunk: ChunkRecord, size: int, searched: bool = False) -> list[Sentence]:

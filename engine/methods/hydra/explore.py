@@ -4,14 +4,13 @@ sources and entities of the later phases."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from engine.access.graph import GroupedPath, Subgraph, subgraph_within
+from engine.access.graph import Subgraph, subgraph_within
 from engine.methods.hydra.chain_relevance import ChainRelevance
 from engine.methods.hydra.config import SOURCES
 from engine.methods.hydra.docs import (
-    DocPath,
     Sentence,
     entity_sentences,
     knowledge_paths,
@@ -29,8 +28,10 @@ from engine.methods.hydra.paths import (
 from engine.methods.hydra.record import HydraRecorder
 from engine.methods.hydra.score import Candidate, relevance_scores
 from engine.methods.hydra.state import Attempt
-from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import timed
+
+if TYPE_CHECKING:
+    from engine.access.graph import GroupedPath
 
 
 class HydraExplorer(HydraRecorder):
@@ -101,22 +102,18 @@ class HydraExplorer(HydraRecorder):
 
     # -- unstructured retrieval ---------------------------------------------------------------
     def doc_paths(self, sources: Sequence[str], entities: Sequence[str], query: str, indicator: str,
-                  step: dict[str, Any], reached: Sequence[str] = (),
-                  via: Mapping[str, GroupedPath] | None = None) -> list[Candidate]:
+                  step: dict[str, Any], reached: Sequence[str] = ()) -> list[Candidate]:
         if self.docs is None or self.scorer is None:
             return []
         k, chars = self.config.w_max, self.config.max_sentence_chars
         kept: list[Sentence] = []
-        hybrid: list[Candidate] = []
         with timed(self.record, "doc_retrieval"):
             if "wiki" in sources:
                 window, max_chunks = self.config.window_sentences, self.config.max_chunks_per_entity
                 found = entity_sentences(self.docs, entities, window, max_chunks)
                 kept += top_sentences(self.scorer, indicator, found, k, chars)
-                seen = {(s.chunk_id, s.text) for s in found}
-                if reached and self.config.doc_entities == "ranked":
-                    hybrid = self.ranked_windows(reached, seen, query, via or {})
-                elif reached:  # their own top W_max, without the windows just ranked
+                if reached:  # their own top W_max, without the windows just ranked
+                    seen = {(s.chunk_id, s.text) for s in found}
                     more = [s for s in entity_sentences(self.docs, reached, window, max_chunks)
                             if (s.chunk_id, s.text) not in seen]
                     kept += top_sentences(self.scorer, indicator, more, k, chars)
@@ -125,7 +122,6 @@ class HydraExplorer(HydraRecorder):
                 fresh = [s for s in self._web(query) if (s.chunk_id, s.text) not in seen]
                 kept += top_sentences(self.scorer, indicator, fresh, k, chars)
         step["sentences"] = [s.chunk_id for s in kept]
-        step["sentences"] += [cast(DocPath, c.payload).sentence.chunk_id for c in hybrid]
         labels = [self.label(e) for e in entities]
         if self.config.doc_evidence == "sentences":
             cands = sentence_candidates(kept, labels, chars)
@@ -134,7 +130,6 @@ class HydraExplorer(HydraRecorder):
             cands = knowledge_paths(self.ctx.llm, self.record, kept, labels, indicator,
                                     max_chars=cfg.max_sentence_chars, temperature=float(cfg.temperature_exploration),
                                     max_tokens=cfg.doc_paths_max_tokens, seed=cfg.seed)
-        cands += hybrid
         step["doc_paths"] = [c.text for c in cands]
         return cands
 
@@ -142,93 +137,20 @@ class HydraExplorer(HydraRecorder):
                 depth: int, doc_entities: Sequence[str], query: str, all_depths: bool = False,
                 reached: Sequence[str] = ()) -> list[Candidate]:
         pool: list[Candidate] = []
-        via: dict[str, GroupedPath] = {}
         if "kg" in sources and topics:
-            kg = self.kg_paths(topics, indicator, depth, step, all_depths)
-            pool += kg
-            if self.config.doc_entities == "ranked":
-                via = self.ranked_paths(kg, indicator, topics, step)
-                reached = list(dict.fromkeys([*reached, *via]))[: self.config.max_doc_entities]
+            pool += self.kg_paths(topics, indicator, depth, step, all_depths)
         if any(s in sources for s in ("wiki", "web")):
-            pool += self.doc_paths(sources, doc_entities, query, indicator, step, reached, via)
+            pool += self.doc_paths(sources, doc_entities, query, indicator, step, reached)
         return pool
-
-    def ranked_windows(self, reached: Sequence[str], seen: set[tuple[str, str]], query: str,
-                       via: Mapping[str, GroupedPath]) -> list[Candidate]:
-        """`doc_entities: ranked` (ours): each reached entity's best window by the question with
-        its topic entities' names masked (the skyline names the topic entity, so the window that
-        only says a reached company supplies it outranked the one that answers), the best W_max
-        of them; a window whose entity this phase's KG paths reached is shown after that path
-        ("{A} -supplier of (reverse)-> {B} : B: The company is led by ..."), a hybrid path that
-        the chain scorer ranks as its KG part."""
-        assert self.docs is not None and self.scorer is not None
-        k, chars = self.config.w_max, self.config.max_sentence_chars
-        masked = masked_question(query, self.topic_labels)
-        best: list[tuple[str, Sentence]] = []
-        for entity in reached:
-            found = [s for s in entity_sentences(self.docs, [entity], self.config.window_sentences,
-                                                 self.config.max_chunks_per_entity)
-                     if (s.chunk_id, s.text) not in seen]
-            best += [(entity, s) for s in top_sentences(self.scorer, masked, found, 1, chars)]
-        best.sort(key=lambda pair: -pair[1].score)
-        result: list[Candidate] = []
-        for entity, sentence in best[:k]:
-            seen.add((sentence.chunk_id, sentence.text))
-            path = via.get(entity)
-            shown = sentence.shown(chars)
-            if path is None:
-                result += sentence_candidates([sentence], [], chars)
-                continue
-            names = tuple(dict.fromkeys([*(self.label(e) for entities in path.sets for e in entities),
-                                         *([sentence.title] if sentence.title else [])]))
-            text = f"{path.text(self.label, self.kg.relation_label, self.config.max_shown)} : {shown}"
-            result.append(Candidate(text, names, sentence.source, DocPath(sentence, path)))
-        return result
 
     # -- the later phases' sources and entities ----------------------------------------------
     def later_sources(self, available: Sequence[str]) -> list[str]:
         """The sources of the refined and predicted phases: every available one; with
-        `doc_entities: reached` or `ranked`, Wiki too whenever the index has documents (the
-        entities the KG paths reach may have documents where the topic entities have none)."""
-        return self.with_wiki(available) if self.config.doc_entities != "topics" else list(available)
-
-    def initial_sources(self, selected: Sequence[str]) -> list[str]:
-        """The sources of the initial phase: the model's choice; with `doc_entities: ranked`, Wiki
-        too whenever the index has documents and the KG is chosen (it reads the documents of the
-        entities on the phase's best-ranked KG paths)."""
-        if self.config.doc_entities == "ranked" and "kg" in selected:
-            return self.with_wiki(selected)
-        return list(selected)
-
-    def with_wiki(self, sources: Sequence[str]) -> list[str]:
-        if self.docs is not None and "wiki" not in sources:
-            return [s for s in SOURCES if s in sources or s == "wiki"]
-        return list(sources)
-
-    def ranked_paths(self, kg: Sequence[Candidate], indicator: str, topics: Sequence[str],
-                     step: dict[str, Any]) -> dict[str, GroupedPath]:
-        """With `doc_entities: ranked` (ours): the entities on this phase's best W_max grouped KG
-        paths by relevance (the chains scorer with `path_relevance: chains`, else the paper's
-        relevance to the indicator), ranked without the LLM before the model selects, nearest to
-        the topic entity first, each with the path that reached it (cut after it): the reports
-        of the companies the KG reaches join the same phase, where `reached` waits for a later
-        phase that a `Yes` never runs."""
-        if not kg:
-            return {}
-        chains = self.chain_relevance()
-        groups = [cast(GroupedPath, c.payload) for c in kg]
-        scores = chains.of_groups(groups) if chains is not None else self.relevance(indicator)(kg)
-        best = [groups[i] for i in sorted(range(len(groups)), key=lambda i: -scores[i])[: self.config.w_max]]
-        via: dict[str, GroupedPath] = {}
-        for level in range(1, max(len(g.sets) for g in best)):
-            for g in best:
-                for e in g.sets[level] if level < len(g.sets) else []:
-                    if e not in via and e not in topics and not self.label(e).startswith("unnamed entity"):
-                        via[e] = GroupedPath(g.topic, g.relations[:level], [*g.sets[:level], [e]], [], g.score)
-        ranked = dict(list(via.items())[: self.config.max_doc_entities])
-        if ranked:
-            step["ranked_docs"] = [self.name(e) for e in ranked]
-        return ranked
+        `doc_entities: reached`, Wiki too whenever the index has documents (the entities the
+        KG paths reach may have documents where the topic entities have none)."""
+        if self.config.doc_entities == "reached" and self.docs is not None and "wiki" not in available:
+            return [s for s in SOURCES if s in available or s == "wiki"]
+        return list(available)
 
     def reached_entities(self, topics: Sequence[str], attempts: Sequence[Attempt],
                          step: dict[str, Any]) -> list[str]:
@@ -238,9 +160,9 @@ class HydraExplorer(HydraRecorder):
         step: a chain's middle or end may have in its document what the KG lacks about it).
         Their windows get their own top W_max (the topic entities' windows would outrank them:
         the indicator names the topic entity). Empty with `doc_entities: topics` (paper)."""
-        if self.config.doc_entities == "topics":
+        if self.config.doc_entities != "reached":
             return []
-        groups = [cast(GroupedPath, c.payload) for a in attempts for c in a.selected if c.source == "kg"]
+        groups = [cast("GroupedPath", c.payload) for a in attempts for c in a.selected if c.source == "kg"]
         levels = max((len(g.sets) for g in groups), default=0)
         near_first = [e for i in range(1, levels) for g in groups if i < len(g.sets) for e in g.sets[i]]
         named = [e for e in dict.fromkeys(near_first)

@@ -83,10 +83,10 @@ def _initial(run: HydraRun, analysis: Analysis, available: list[str], ordered: l
     """Initial exploration: the selected sources at min(D_predict, D_max) (`initial_depth: max`: D_max)."""
     d_max = run.config.d_max
     depth = min(analysis.d_predict, d_max) if run.config.initial_depth == "predicted" else d_max
-    sources = run.initial_sources(analysis.sources)
-    step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth, "sources": sources}
+    step: dict[str, Any] = {"phase": "initial", "indicator": analysis.skyline, "depth": depth,
+                            "sources": analysis.sources}
     run.trace.append(step)
-    pool = run.explore(step, sources, ordered, analysis.skyline, depth, run.topics, run.text,
+    pool = run.explore(step, analysis.sources, ordered, analysis.skyline, depth, run.topics, run.text,
                        all_depths=run.config.path_lengths == "up_to")
     return run.attempt("initial", pool, analysis, step)
 
