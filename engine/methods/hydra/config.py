@@ -120,7 +120,9 @@ class HydraSConfig(HydraConfig):
     D_max is searched, KG paths are ranked by the `chains` scorer against the question, the
     document windows join the pool as they are, the question search covers every collection, and
     the answer is a name of the chosen KG paths' ends (with KG paths only) or a span as written
-    in the evidence. The phases, pruning and the model's selection are the paper's."""
+    in the evidence; the chain scorer reads its terms as the `chains` method has them now, and cuts
+    each chosen KG path where its prefixes match the question best before offering its end. The
+    phases, pruning and the model's selection are the paper's."""
 
     initial_depth: str = like(HydraConfig, "initial_depth", "max")
     path_lengths: str = like(HydraConfig, "path_lengths", "up_to")
@@ -129,6 +131,8 @@ class HydraSConfig(HydraConfig):
     answer_prompt: str = like(HydraConfig, "answer_prompt", "short")
     doc_evidence: str = like(HydraConfig, "doc_evidence", "sentences")
     web_collections: str = like(HydraConfig, "web_collections", "all")
+    chain_weights: str = like(HydraConfig, "chain_weights", "chains")
+    end_prefix: bool = like(HydraConfig, "end_prefix", True)
 
 
 HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()
