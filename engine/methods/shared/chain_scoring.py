@@ -80,7 +80,7 @@ class ChainScorer:
       ("who starred in ...": 3 words before it, 4 after). The term is the mean of two
       indicators: the first step names a relation word of the mention's window, and the last step
       names one of the question word's window (a window without relation words counts 0).
-    - `meaning_cover` (0.5 in `chains`, off in `DEFAULT_WEIGHTS`, which `hydra` reads): `relation_cover` with the relation words found by meaning
+    - `meaning_cover` (0.5 in `chains` and `CHAINS_WEIGHTS`, off in `DEFAULT_WEIGHTS`, which `hydra` reads with `chain_weights: first`): `relation_cover` with the relation words found by meaning
       too ("kid" names `children`: the embedding model's closest label, cosine at least
       `meaning_threshold`), each mention answered by a distinct step (`_meaning_words`).
     - `unnamed_step` (off by default), a cost: each step that none of those mentions answers for
