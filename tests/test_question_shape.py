@@ -510,13 +510,18 @@ def test_a_gendered_kin_noun_names_the_relation_of_its_general_noun() -> None:
     assert _kin(question, False).relation_words == ["birth", "plac"]  # before the option: only by meaning
 
 
+def _best_steps(facts: list[tuple[str, str, str]], topic: str, scorer: ChainScorer) -> list[tuple[tuple[str, str], ...]]:
+    """The steps of every chain (up to 2 hops from `topic`) that ties for the best score."""
+    chains = enumerate_chains(_sub(facts, topic), topic, 2, scorer=scorer)
+    top = max(c.score for c in chains)
+    return [c.steps for c in chains if c.score == top]
+
+
 def test_kin_terms_rank_the_chain_of_the_kin_nouns_said_first() -> None:
     # "the father of the son of X": Ann's child Bob, then his parents (Carl, Ann); without the
     # option the words name nothing of the subgraph and every chain ties on the word terms
     def best(on: bool) -> list[tuple[tuple[str, str], ...]]:
-        chains = enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 2, scorer=_kin("who is the father of the son of X", on))
-        top = max(c.score for c in chains)
-        return [c.steps for c in chains if c.score == top]
+        return _best_steps(FAMILY, "Ann", _kin("who is the father of the son of X", on))
     assert best(True) == [(("children", "out"), ("parents", "out"))]
     assert len(best(False)) > 1
 
@@ -530,9 +535,7 @@ def _same(question: str, on: bool) -> ChainScorer:
 def test_the_same_noun_asks_for_its_relation_there_and_back() -> None:
     # "which films share the same actor of Jaws": Jaws's actors, then their films (Sting)
     def best(on: bool) -> list[tuple[tuple[str, str], ...]]:
-        chains = enumerate_chains(_sub(ACTED, "Jaws"), "Jaws", 2, scorer=_same("which films share the same actor of X", on))
-        top = max(c.score for c in chains)
-        return [c.steps for c in chains if c.score == top]
+        return _best_steps(ACTED, "Jaws", _same("which films share the same actor of X", on))
     assert best(True) == [(("starred actors", "out"), ("starred actors", "in"))]
     assert best(False) == [(("starred actors", "out"),)]  # "actor" said once: one step, the hop penalty decides
     assert _same("who starred in X", True).said_total == _same("who starred in X", False).said_total  # no "same"
