@@ -395,12 +395,13 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
 
 
 def test_hydra_s_is_hydra_with_the_small_model_settings() -> None:
-    """Ours, beside the paper's `hydra`: nine defaults differ, every other key is hydra's."""
+    """Ours, beside the paper's `hydra`: ten defaults differ, every other key is hydra's."""
     hydra, small = default_config("hydra"), default_config("hydra-s")
     changed = {k: v for k, v in small.items() if hydra[k] != v}
     assert changed == {"initial_depth": "max", "path_lengths": "up_to", "path_relevance": "chains",
                        "answer_choice": "ends", "answer_prompt": "short", "doc_evidence": "sentences",
-                       "web_collections": "all", "chain_weights": "chains", "end_prefix": True}
+                       "web_collections": "all", "chain_weights": "chains", "end_prefix": True,
+                       "answer_windows": 3}
     assert set(small) == set(hydra)
 
 
@@ -502,7 +503,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
              "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance",
-             "answer_prompt", "chain_weights", "end_prefix")
+             "answer_prompt", "chain_weights", "end_prefix", "answer_windows")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
@@ -568,3 +569,37 @@ def test_end_prefix_offers_the_end_of_the_best_ranked_prefix_of_a_chosen_path(de
     whole, cut = offered(end_prefix=False), offered()  # on in hydra-s
     assert whole[0] == "Tarvania"  # the end of "born in, then located in", the model's first choice
     assert cut[0] == "Pellin" and "Tarvania" not in cut and "Orvask" not in cut
+
+
+PARENT_CEO = Question("demo-042", "Who is the chief executive of the parent company of Saltreach Biologics?",
+                      ["Caspar Ellwood"])
+PARENT_FOUNDER = Question("demo-018", "Who founded the parent company of Norvale Motors?", ["Aldric Brennvald"])
+
+
+def test_answer_windows_read_the_reports_of_the_entities_the_chosen_paths_reach(demo_index: Path) -> None:
+    """The graph reaches the parent company of Saltreach Biologics; only the parent's report names
+    its chief executive. With `answer_windows` the answer call also reads the best windows of the
+    reached entities' reports and may answer with a span of them; without, only the paths' ends.
+    Where every word of the question names a relation of the graph ("who founded the parent
+    company"), the paths answer and no window is read."""
+    def answered(question: Question, gold: str, **config: Any) -> tuple[AnswerRecord, list[str], str]:
+        def reply(req: ScriptedRequest) -> Any:
+            if req.stage == "answer":
+                enum = req.schema["properties"]["answer"]["enum"]  # type: ignore[index]
+                return {"enough": "Yes", "answer": gold if gold in enum else enum[0]}
+            return script([("Yes", "")], prefer=("subsidiary of",), skyline="Saltreach Biologics - parent - "
+                          "company - chief executive - answer")(req)
+        record, llm = run(demo_index, question, reply, "hydra-s", **config)
+        answer = next(r for r in llm.requests if r.stage == "answer")
+        return record, list(answer.schema["properties"]["answer"]["enum"]), answer.messages[-1]["content"]  # type: ignore[index]
+
+    record, enum, user = answered(PARENT_CEO, "Caspar Ellwood", answer_windows=3)
+    assert "Caspar Ellwood" in enum and "Caspar Ellwood" in user
+    assert record.prediction == "Caspar Ellwood" and record.answer_source == "doc"
+    assert record.extra["read_windows"] and record.extra["final_paths"]  # read beside the selection, kept apart
+    read = [p for p in record.paths if p.source != "kg"]
+    assert read and all(p.written_by is None for p in read)  # the report's own words
+    record, enum, user = answered(PARENT_CEO, "Caspar Ellwood", answer_windows=0)
+    assert "Caspar Ellwood" not in enum and "read_windows" not in record.extra
+    record, enum, user = answered(PARENT_FOUNDER, "Aldric Brennvald", answer_windows=3)
+    assert "read_windows" not in record.extra and all(p.source == "kg" for p in record.paths)

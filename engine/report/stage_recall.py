@@ -8,8 +8,9 @@ The trace layout read here is the one `engine/methods/hydra/method.py` writes:
   entity names);
 - `extra.trace`: one step per phase run, `{"phase": "initial" | "refined" | "predicted" |
   "fallback", ...}`, with `bfs` (a list, one entry per path search: `entities`, `gold`),
-  `relevance` and `cross` (`n`, `top`, `entities`, `gold`) and `selected` (`texts`,
-  `entities`, `gold`).
+  `relevance` and `cross` (`n`, `top`, `entities`, `gold`), `selected` (`texts`,
+  `entities`, `gold`) and, with `answer_windows`, `read` (`texts`, `gold`: the windows the answer
+  call read beside the selection; the stage is None where no record has it).
 Each stage's `gold` list is what counts (the method computes it before capping `entities` at
 `trace_max_entities`); a stage without `gold` is matched here by its `entities` (names equal
 to a gold answer or alias, normalised) and `texts` (gold named as whole words).
@@ -26,7 +27,11 @@ from engine.questions.answer_match import answer_groups, names, normalise_answer
 # HydraRAG's pipeline stages, in order: (key, what the report calls it)
 HYDRA_STAGES = (("subgraph", "in the question subgraph"), ("bfs", "in the BFS paths"),
                 ("relevance", "after relevance pruning (W1)"), ("cross", "after cross-score pruning (W2)"),
-                ("selected", "after the LLM's selection (W_max)"), ("answer", "in the final answer (Hits@1)"))
+                ("selected", "after the LLM's selection (W_max)"),
+                ("read", "in the windows read beside the selection (answer_windows)"),
+                ("answer", "in the final answer (Hits@1)"))
+# a stage that only some configurations have: its share is None where no record reached it
+_OPTIONAL_STAGES = ("read",)
 
 
 def _gold_names(record: dict[str, Any]) -> set[str]:
@@ -64,9 +69,13 @@ def hydra_stages(record: dict[str, Any], phases: Sequence[str] | None = None) ->
     scored = score_record(record)
     reached = {"subgraph": holds_gold(extra.get("subgraph"), gold),
                "answer": bool(scored.hits1) if scored else bool((record.get("correct") or {}).get("hits1"))}
-    for key in ("bfs", "relevance", "cross", "selected"):
+    for key in ("bfs", "relevance", "cross", "selected", "read"):
         reached[key] = any(holds_gold(step.get(key), gold) for step in steps)
     return reached
+
+
+def _has_stage(record: dict[str, Any], key: str) -> bool:
+    return any(isinstance(s, dict) and key in s for s in (record.get("extra") or {}).get("trace") or [])
 
 
 def stage_recall(records: Sequence[dict[str, Any]], phases: Sequence[str] | None = None) -> dict[str, Any]:
@@ -85,5 +94,8 @@ def stage_recall(records: Sequence[dict[str, Any]], phases: Sequence[str] | None
             lost[held[-1] if held else "none"] += 1
     for key, _ in HYDRA_STAGES:
         result[key] = hits[key] / len(counted) if counted else None
+    for key in _OPTIONAL_STAGES:
+        if not any(_has_stage(r, key) for r in counted):
+            result[key] = None
     result["lost"] = dict(lost)
     return result

@@ -10,11 +10,12 @@ from typing import Any
 from engine.access.graph import GroupedPath
 from engine.methods.hydra import prompts as hp
 from engine.methods.hydra.chain_relevance import scaled
-from engine.methods.hydra.docs import DocPath
+from engine.methods.hydra.docs import DocPath, entity_sentences, sentence_candidates, top_sentences
 from engine.methods.hydra.explore import HydraExplorer
 from engine.methods.hydra.score import Candidate, Pruned, Scored, prune
 from engine.methods.hydra.state import Analysis, Attempt
 from engine.methods.shared.answer_spans import allowed_answers
+from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import answer_of, timed
 from index.entities import normalise
 
@@ -65,7 +66,12 @@ class HydraRun(HydraExplorer):
                             **self.stage_names([n for c in result.selected for n in c.entities],
                                                [c.text for c in result.selected])}
         step["entities"] = self.reached(result.selected)[:10]
-        texts = [c.text for c in result.selected]
+        if phase != "fallback":
+            result.read = self.read_windows(result.selected)
+        if result.read:
+            texts_read = [c.text for c in result.read]
+            step["read"] = {"texts": texts_read, "gold": self.gold_in([], texts_read)}
+        texts = [c.text for c in [*result.selected, *result.read]]
         if phase == "fallback":
             parsed = self._ask(hp.FALLBACK_SYSTEM, hp.answer_user(texts, analysis.skyline, self.text),
                                hp.FALLBACK_SCHEMA, "answer_fallback", "temperature_answer", "answer_max_tokens")
@@ -78,37 +84,86 @@ class HydraRun(HydraExplorer):
         user = hp.answer_user(texts, "", self.text) if short else \
             hp.answer_user(texts, analysis.skyline, self.text, analysis.sub_questions)
         parsed = self._ask(hp.SHORT_ANSWER_SYSTEM if short else hp.ANSWER_SYSTEM, user,
-                           hp.answer_schema(self.answer_names(result.selected), short), "answer",
+                           hp.answer_schema(self.answer_names(result.selected, result.read), short), "answer",
                            "temperature_answer", "answer_max_tokens")
         result.answer = answer_of(parsed)
         said_yes = isinstance(parsed, dict) and parsed.get("enough") == "Yes" and bool(result.answer)
         step["answer"] = {"enough": "Yes" if said_yes else "No", "answer": result.answer,
                           "facts": parsed.get("facts", "") if isinstance(parsed, dict) else ""}
         result.enough = said_yes
-        if said_yes and self.config.require_grounded_answer and not self.support(result.answer, result.selected):
+        if said_yes and self.config.require_grounded_answer and \
+                not self.support(result.answer, [*result.selected, *result.read]):
             step["answer"]["ungrounded_answer"] = True
             result.enough = False
         step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
         return result
 
-    def answer_names(self, selected: Sequence[Candidate]) -> list[str]:
+    def read_windows(self, selected: Sequence[Candidate]) -> list[Candidate]:
+        """`answer_windows` (ours): where the model chose KG paths only, the best `answer_windows`
+        sentence windows of the documents of the entities those paths reach (each path's end at its
+        best prefix first, then the sets before it, `_reached_ids`), ranked by cosine to the
+        question with its topic entities masked (the topic's own report answers "its chief
+        executive", not "the chief executive of its supplier"). The paper's answer reads the chosen
+        paths only, so a fact that only a reached entity's report states never reaches it: the
+        graph reaches the wind turbine maker, its report names the town of its main plant.
+
+        With `path_relevance: chains`, only where the question says a word that names no relation
+        of the question subgraph (the chain scorer's `silent_words`: "chief executive", "flagship",
+        "employees"): where every word names one ("who founded the parent company of X"), the
+        paths answer, and a 0.5B model offered the windows' names too picked a wrong one."""
+        k = self.config.answer_windows
+        if k <= 0 or self.docs is None or self.scorer is None or not selected \
+                or any(c.source != "kg" for c in selected):
+            return []
+        chains = self.chain_relevance()
+        if chains is not None and not chains.scorer.silent_words:
+            return []  # every word of the question names a relation of the graph: its paths answer
+        with timed(self.record, "retrieval"):
+            sentences = entity_sentences(self.docs, self._reached_ids(selected), self.config.window_sentences,
+                                         self.config.max_chunks_per_entity)
+            best = top_sentences(self.scorer, masked_question(self.text, self.topic_labels), sentences, k,
+                                 self.config.max_sentence_chars)
+        return sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
+
+    def _reached_ids(self, selected: Sequence[Candidate]) -> list[str]:
+        """The entities the chosen KG paths reach, not the topics: each path's end set (at its best
+        prefix, `_best_prefix`) first, then the sets before it, `max_shown` per set and
+        `max_doc_entities` in all."""
+        shown = self.config.max_shown
+        ends: list[str] = []
+        inner: list[str] = []
+        for c in selected:
+            group = c.payload
+            if not isinstance(group, GroupedPath):
+                continue
+            end = self._best_prefix(group) if self.config.answer_choice == "ends" else len(group.relations)
+            ends += group.sets[end][:shown]
+            inner += [e for entities in reversed(group.sets[1:end]) for e in entities[:shown]]
+        topics = set(self.topics)
+        return [e for e in dict.fromkeys([*ends, *inner]) if e not in topics][: self.config.max_doc_entities]
+
+    def answer_names(self, selected: Sequence[Candidate], read: Sequence[Candidate] = ()) -> list[str]:
         """With `answer_choice: paths` and only KG paths selected: the names the answer may be
         (the names the paths show the model, never a topic entity; a name hidden behind "… N
         more" cannot be chosen); otherwise none (free text: document paths are sentences, their
         answers need not be an entity's name). With `answer_choice: evidence` (ours): those names
         and the answer-shaped spans (names, dates, figures, "yes"/"no") of the source sentences
         of the selected document evidence, whatever the sources selected. With `answer_choice:
-        ends` (ours) and only KG paths selected: the names of their end sets (`_end_names`)."""
+        ends` (ours) and only KG paths selected: the names of their end sets (`_end_names`). The
+        windows `read` beside a KG-only selection (`answer_windows`) add their answer-shaped spans
+        to the names of `paths` and `ends`."""
         choice = self.config.answer_choice
         if choice == "free" or not selected or (choice in ("paths", "ends") and any(c.source != "kg" for c in selected)):
             return []
-        if choice == "ends":
-            return self._answerable(self._end_names(selected))[: self.config.max_answer_names]
-        names = self._answerable([n for c in selected if c.source == "kg" for n in reversed(c.entities)])  # ends first
         limit = self.config.max_answer_names
+        spans = allowed_answers(self.text, [], [c.payload.sentence.text for c in read if isinstance(c.payload, DocPath)],
+                                limit, counts=True, definite=True) if read and choice != "evidence" else []
+        if choice == "ends":
+            return list(dict.fromkeys([*self._answerable(self._end_names(selected))[:limit], *spans]))
+        names = self._answerable([n for c in selected if c.source == "kg" for n in reversed(c.entities)])  # ends first
         if choice == "paths":
-            return names[:limit]
-        sentences = [c.payload.sentence.text for c in selected if isinstance(c.payload, DocPath)]
+            return list(dict.fromkeys([*names[:limit], *spans]))
+        sentences = [c.payload.sentence.text for c in [*selected, *read] if isinstance(c.payload, DocPath)]
         return allowed_answers(self.text, names, sentences, limit)
 
     def _answerable(self, names: Sequence[str]) -> list[str]:

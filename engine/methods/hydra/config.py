@@ -61,7 +61,8 @@ class HydraConfig(MethodConfig):
                                choices=("paths", "sentences"))
     doc_entities: str = option("topics", "whose documents Wiki reads: the topic entities' (paper), or also "
                                          "those reached on the chosen KG paths", choices=("topics", "reached"))
-    max_doc_entities: int = option(10, "doc_entities=reached: reached entities whose documents are read", low=1)
+    max_doc_entities: int = option(10, "doc_entities=reached and answer_windows: reached entities whose "
+                                   "documents are read", low=1)
     align_threshold: float = option(0.8, "predicted answers: cosine to a subgraph entity's name", **_UNIT)
     max_align_nodes: int = option(2000, "subgraph entities embedded for that alignment", low=1)
     require_grounded_answer: bool = option(True, "a Yes whose answer the selected paths do not name is a No")
@@ -101,6 +102,10 @@ class HydraConfig(MethodConfig):
     end_prefix: bool = option(False, "answer_choice=ends with path_relevance=chains (ours): each chosen KG path "
                                      "offers the end of its prefix that the chain scorer ranks best against the "
                                      "question, not always its last set")
+    answer_windows: int = option(0, "ours: with only KG paths chosen, the answer call also reads the best N sentence "
+                                 "windows of the documents of the entities those paths reach (their ends first), ranked "
+                                 "by cosine to the question with its topic entities masked, and may answer with a span "
+                                 "of them (0: off, the paper's way: the answer reads the chosen paths only)", low=0)
     max_answer_names: int = option(60, "answer_choice=paths: names offered at most", low=1)
     trace_max_entities: int = option(300, "entity names kept per stage in extra.trace", low=1)
     seed: int = option(0, "the seed of every call and of hydra-e's relation choice")
@@ -121,8 +126,10 @@ class HydraSConfig(HydraConfig):
     document windows join the pool as they are, the question search covers every collection, and
     the answer is a name of the chosen KG paths' ends (with KG paths only) or a span as written
     in the evidence; the chain scorer reads its terms as the `chains` method has them now, and cuts
-    each chosen KG path where its prefixes match the question best before offering its end. The
-    phases, pruning and the model's selection are the paper's."""
+    each chosen KG path where its prefixes match the question best before offering its end; where
+    the question says a word that names no relation of the graph, the answer call also reads the
+    best windows of the reached entities' documents. The phases, pruning and the model's
+    selection are the paper's."""
 
     initial_depth: str = like(HydraConfig, "initial_depth", "max")
     path_lengths: str = like(HydraConfig, "path_lengths", "up_to")
@@ -133,6 +140,7 @@ class HydraSConfig(HydraConfig):
     web_collections: str = like(HydraConfig, "web_collections", "all")
     chain_weights: str = like(HydraConfig, "chain_weights", "chains")
     end_prefix: bool = like(HydraConfig, "end_prefix", True)
+    answer_windows: int = like(HydraConfig, "answer_windows", 3)
 
 
 HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()

@@ -61,9 +61,13 @@ class HydraRecorder(HydraState):
         return {"n": len(scored), "top": [s.as_dict() for s in scored[:3]],
                 **self.stage_names([n for c in cands for n in c.entities], [c.text for c in cands if c.source != "kg"])}
 
-    def evidence(self, selected: Sequence[Candidate], scores: dict[int, float]) -> list[EvidencePath]:
+    def evidence(self, selected: Sequence[Candidate], scores: dict[int, float],
+                 read: Sequence[Candidate] = ()) -> list[EvidencePath]:
+        """The record's evidence: the selected paths, then the windows `read` beside them (the
+        source's own words, never written by the model)."""
         result = []
-        for c in selected:
+        own = {id(c) for c in read}
+        for c in [*selected, *read]:
             score = scores.get(id(c))
             if c.source == "kg":
                 group = cast("GroupedPath", c.payload)
@@ -74,14 +78,14 @@ class HydraRecorder(HydraState):
             else:
                 s = cast(DocPath, c.payload).sentence
                 source = cast(Source, s.collection if s.collection in ("wiki", "web", "domain") else "domain")
-                written = "model" if self.config.doc_evidence == "paths" else None
+                written = "model" if self.config.doc_evidence == "paths" and id(c) not in own else None
                 result.append(EvidencePath(source=source, sentences=[s.text, c.text], chunk_ids=[s.chunk_id],
                                            titles=[s.title], score=score, score_kind=SCORE_KIND,
                                            written_by=written))
         return result
 
     def finish(self, attempt: Attempt) -> None:
-        phase, answer, selected = attempt.phase, attempt.answer, attempt.selected
+        phase, answer, selected = attempt.phase, attempt.answer, [*attempt.selected, *attempt.read]
         self.record.extra["phase"] = phase
         self.record.extra["answer_text"] = answer
         candidates = [n for n in dict.fromkeys(self.reached(selected)) if n not in self.topic_labels]
@@ -96,6 +100,8 @@ class HydraRecorder(HydraState):
             source = "kg" if any(c.source == "kg" for c in selected) else "doc"
         self.record.answer_source = cast(AnswerSource, source if self.record.prediction else "none")
         scores = {id(s.candidate): round(s.cross, 6) for s in attempt.pruned.after_cross}
-        self.record.paths = self.evidence(selected, scores)
-        self.record.extra["final_paths"] = [{"text": c.text, "source": c.source} for c in selected]
+        self.record.paths = self.evidence(attempt.selected, scores, attempt.read)
+        self.record.extra["final_paths"] = [{"text": c.text, "source": c.source} for c in attempt.selected]
+        if attempt.read:  # `answer_windows`: read beside the model's selection, not selected by it
+            self.record.extra["read_windows"] = [{"text": c.text, "source": c.source} for c in attempt.read]
         self.record.extra["trace"] = self.trace

@@ -50,6 +50,7 @@ class Attempt:
     pool: list[Candidate]
     pruned: Pruned = field(default_factory=lambda: Pruned([], []))
     selected: list[Candidate] = field(default_factory=list)
+    read: list[Candidate] = field(default_factory=list)  # `answer_windows`: windows read beside the selection
     answer: str = ""
     enough: bool = False
 
