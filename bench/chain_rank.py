@@ -14,7 +14,7 @@ The chains are the graph's own: `doc_steps` (the method's step through the docum
 default) is off unless `--set doc_steps=N` is given. The scorer is the one before `kind_nouns`,
 `converse_nouns`, `step_direction`, `kin_terms` and `same_twice` (on by default since) unless `--set
 kind_nouns=true` / `--set converse_nouns=true` / `--set step_direction=0.3` / `--set kin_terms=true` /
-`--set same_twice=true`
+`--set same_twice=true` (and `kind_once`, likewise: `--set kind_once=true`)
 is given, so the counts checked in keep what they measured.
 
 With `--json FILE` the counts are also added to FILE under `seed N` / the set (`metaqa-1-hop`,
@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     # bench/results/chain_rank.json keep what they measured
     keys = {s.split("=")[0].removeprefix("chains.") for s in args.settings}
     pinned = [f"{k}={v}" for k, v in (("doc_steps", 0), ("kind_nouns", "false"), ("converse_nouns", "false"),
-                                      ("step_direction", 0), ("kin_terms", "false"), ("same_twice", "false"))
+                                      ("step_direction", 0), ("kin_terms", "false"), ("same_twice", "false"),
+                                      ("kind_once", "false"))
               if k not in keys]
     config = method_configs(["chains"], [*pinned, *args.settings])["chains"]
     questions = select_questions(read_questions(args.questions, args.format), sample=args.sample, seed=args.seed)

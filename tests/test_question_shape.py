@@ -363,6 +363,23 @@ def test_a_relation_whose_whole_label_is_said_stays_named(question: str) -> None
     assert "compan" in scorer.relation_words and "sibl" in scorer.relation_words
 
 
+def test_a_head_said_as_a_kind_and_in_the_label_counts_once() -> None:
+    """"which company is recorded as a sibling company of X": "company" after "which" is the kind
+    asked for, in "sibling company" the relation. Counted twice, it asked for two `sibling company`
+    steps, and the loop `sibling company, then subsidiary of, then sibling company (reverse)`
+    covered the question better than the one step."""
+    question = "which company is recorded as a sibling company of X"
+    scorer = ChainScorer("dense", question, lambda r: r, _Vectors(),  # type: ignore[arg-type]
+                         ScoreWeights(0.0, 0.0, 0.06, 0.0, word_overlap=0.3, relation_cover=1.0, cover_counts=True,
+                                      kind_nouns=True, kind_once=True), lambda e: e, COMPANY_RELATIONS)
+    assert scorer.said_times["compan"] == 1 and scorer.kind_at == {1}
+    chains = {tuple(r for r, _ in c.steps): c.score
+              for c in enumerate_chains(_sub(COMPANIES, "Cell"), "Cell", 3, scorer=scorer)}
+    assert max(chains, key=chains.__getitem__) == ("sibling company",)
+    before = _kinds(question, True)  # kind_nouns alone: twice, and the loop wins
+    assert before.said_times["compan"] == 2 and before.kind_at == set()
+
+
 def test_a_label_of_one_content_word_and_a_modifier_word_stay_named() -> None:
     # "what language": `in language` has no other content word; "release" is the modifier of
     # `release year`, never blocked as a kind noun

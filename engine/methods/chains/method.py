@@ -170,6 +170,10 @@ class ChainsConfig(MethodConfig):
     same_twice: bool = option(_D.same_twice, "\"the same N\" asks for N's relation twice, there and back (\"which films "
                               "share the same actor of X\": X's actors, then their films): relation_cover and "
                               "meaning_cover count N as said twice")
+    kind_once: bool = option(True, "kind_nouns: where the question says a relation label's head noun both as a kind "
+                             "and in the label (\"which company is recorded as a sibling company of X\"), the "
+                             "kind counts as no mention of the relation (the chains method's own: hydra's "
+                             "chain_weights=chains reads the scorer without it)")
     kin_terms: bool = option(_D.kin_terms, "a relation labelled by a general kin noun is also named by its gendered and "
                              "informal nouns (\"son\" and \"daughter\" name `children`, \"husband\" `spouse`; "
                              "English kin nouns in `word_forms`)")
@@ -573,5 +577,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

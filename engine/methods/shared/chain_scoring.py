@@ -127,12 +127,15 @@ class ChainScorer:
         self._direct = set().union(*(word_stems(relation_label(r)) for r in relations)) \
             if weights.converse_nouns else set()
         self.foreign_relations: set[str] = set()
+        self.kind_at: set[int] = set()  # `kind_nouns`: the token positions that say a kind, `_foreign_pairs`
         self.foreign = self._foreign_pairs(relations) if weights.kind_nouns else set()
         self.relation_words = [q for q in sorted(word_stems(query)) if any(self._names({q}, r) for r in relations)]
         said = set(self.relation_words)
-        # how often the question says each relation word (`cover_counts`); else once each
-        self.said_times = Counter(f for f in word_list(query) if f in said) if weights.cover_counts \
-            else Counter(said)
+        # how often the question says each relation word (`cover_counts`; a kind said, "which
+        # company", is no relation word there); else once each
+        tokens = _WORD.findall(query.lower())
+        self.said_times = Counter(f for j, t in enumerate(tokens) if content_word(t) and (f := word_form(t)) in said
+                                  and j not in self.kind_at) if weights.cover_counts else Counter(said)
         # `same_twice`: "the same N" (as X) is N's relation there and back ("which films share the
         # same actor of X": X's actors, then their films), so N asks for two steps
         same = _SAME.findall(query.lower()) if weights.same_twice else []
@@ -205,7 +208,10 @@ class ChainScorer:
         by ..."), and not as the head of a compound with another modifier ("parent company" is not
         `sibling company`, "mining company" neither). A word matching a label of one content word
         ("what language": `in language`) is untouched. `foreign_relations` are the relations the question names only through such
-        words."""
+        words. With `kind_once`, where the question says the head both ways, as the kind it asks for
+        and in the label ("which company is recorded as a sibling company of X"), the position after
+        "which"/"what" is in `kind_at`: it counts as no mention of the relation (`cover_counts`,
+        `meaning_cover`); the label's own words still name it."""
         tokens = _WORD.findall(self.query.lower())
         said = [word_form(t) for t in tokens if content_word(t)]
         pairs: set[tuple[str, str]] = set()
@@ -214,11 +220,12 @@ class ChainScorer:
             if len(set(label)) < 2:
                 continue
             head, others = label[-1], label[:-1]
-            if all(any(same_word(o, w) for w in said) for o in others):
-                continue
             at = [j for j, t in enumerate(tokens) if content_word(t) and same_word(word_form(t), head)]
-            if at and all(self._kind_word(tokens, j, label) for j in at):
+            kinds = [j for j in at if self._kind_word(tokens, j, label)]
+            if at and len(kinds) == len(at) and not all(any(same_word(o, w) for w in said) for o in others):
                 pairs.update((word_form(tokens[j]), relation) for j in at)
+            elif self.weights.kind_once and len(kinds) < len(at):  # the kind asked ("which company"), the label there
+                self.kind_at.update(j for j in kinds if j > 0 and tokens[j - 1] in _KIND_BEFORE)
         named = {r for r in relations for w in said if self._names({w}, r, pairs)}
         self.foreign_relations = {r for _, r in pairs} - named
         return pairs
@@ -278,6 +285,8 @@ class ChainScorer:
         mentions: list[tuple[str, set[str]]] = []
         last = -9
         for i, w in zip(at, words, strict=True):
+            if i in self.kind_at:  # "which company" of "which company is recorded as a sibling company of X"
+                continue
             # neighbours naming the same relation are one mention ("place of birth"), not two
             joined = all(t in ("of", "the") for t in tokens[last + 1:i]) and i - last <= 3
             if mentions and named[w] and joined and mentions[-1][1] & named[w]:
@@ -425,6 +434,7 @@ class ScoreWeights:
     step_direction: float = 0.0
     kin_terms: bool = False
     same_twice: bool = False
+    kind_once: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -437,7 +447,8 @@ class ScoreWeights:
                    meaning_margin=float(config.meaning_margin),
                    unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns),
                    converse_nouns=bool(config.converse_nouns), step_direction=float(config.step_direction),
-                   kin_terms=bool(config.kin_terms), same_twice=bool(config.same_twice))
+                   kin_terms=bool(config.kin_terms), same_twice=bool(config.same_twice),
+                   kind_once=bool(config.kind_once))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
