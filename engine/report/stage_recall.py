@@ -69,8 +69,9 @@ def hydra_stages(record: dict[str, Any], phases: Sequence[str] | None = None) ->
     scored = score_record(record)
     reached = {"subgraph": holds_gold(extra.get("subgraph"), gold),
                "answer": bool(scored.hits1) if scored else bool((record.get("correct") or {}).get("hits1"))}
-    for key in ("bfs", "relevance", "cross", "selected", "read"):
-        reached[key] = any(holds_gold(step.get(key), gold) for step in steps)
+    for key, _ in HYDRA_STAGES:
+        if key not in reached:  # the stages the phases' steps hold
+            reached[key] = any(holds_gold(step.get(key), gold) for step in steps)
     return reached
 
 

@@ -121,8 +121,8 @@ class HydraRun(HydraExplorer):
         with timed(self.record, "retrieval"):
             sentences = entity_sentences(self.docs, self._reached_ids(selected), self.config.window_sentences,
                                          self.config.max_chunks_per_entity)
-            best = top_sentences(self.scorer, masked_question(self.text, self.topic_labels), sentences, k,
-                                 self.config.max_sentence_chars)
+            query = chains.query if chains is not None else masked_question(self.text, self.topic_labels)
+            best = top_sentences(self.scorer, query, sentences, k, self.config.max_sentence_chars)
         return sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
 
     def _reached_ids(self, selected: Sequence[Candidate]) -> list[str]:
@@ -199,10 +199,13 @@ class HydraRun(HydraExplorer):
         steps = len(group.relations)
         if chains is None or steps < 2:
             return steps
-        prefixes = [GroupedPath(group.topic, group.relations[:n], group.sets[: n + 1], [], group.score)
-                    for n in range(1, steps + 1)]
-        scores = chains.of_groups(prefixes)
-        return 1 + max(range(steps), key=lambda i: (scores[i], i))
+        key = (group.topic, tuple(group.relations), tuple(tuple(entities) for entities in group.sets))
+        if key not in self._prefix_cuts:  # the answer's names and `answer_windows` both ask
+            prefixes = [GroupedPath(group.topic, group.relations[:n], group.sets[: n + 1], [], group.score)
+                        for n in range(1, steps + 1)]
+            scores = chains.of_groups(prefixes)
+            self._prefix_cuts[key] = 1 + max(range(steps), key=lambda i: (scores[i], i))
+        return self._prefix_cuts[key]
 
 
 def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:

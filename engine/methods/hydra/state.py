@@ -76,6 +76,7 @@ class HydraState:
         self._sub_labels: dict[str, str] | None = None
         self._web_found: dict[str, list[Sentence]] = {}
         self._chain_relevance: ChainRelevance | None = None  # path_relevance=chains, built once
+        self._prefix_cuts: dict[tuple[Any, ...], int] = {}  # end_prefix: each grouped path's best cut, once
 
     # -- sources ------------------------------------------------------------------------------
     def label(self, node: str) -> str:
