@@ -603,3 +603,34 @@ def test_answer_windows_read_the_reports_of_the_entities_the_chosen_paths_reach(
     assert "Caspar Ellwood" not in enum and "read_windows" not in record.extra
     record, enum, user = answered(PARENT_FOUNDER, "Aldric Brennvald", answer_windows=3)
     assert "read_windows" not in record.extra and all(p.source == "kg" for p in record.paths)
+
+
+def test_windows_beside_docs_read_the_reached_reports_beside_a_chosen_sentence(demo_index: Path) -> None:
+    """The model chooses the KG path to the parent company and a sentence of a document (as it
+    did on AdvHotpotQA). `answer_windows` reads the reached entities' reports only where the
+    model chose KG paths alone; with `windows_beside_docs` it reads them beside the sentence too,
+    and the parent's report names its chief executive."""
+    def reply(req: ScriptedRequest) -> Any:
+        if req.stage == "selection":
+            shown = re.findall(r"^(P\d+) (.*)$", req.messages[-1]["content"], re.MULTILINE)
+            paths = [pid for pid, text in shown if "subsidiary of" in text and text.startswith("{")]
+            sentences = [pid for pid, text in shown if not text.startswith("{")]
+            return {"paths": list(dict.fromkeys([*paths[:1], *sentences[:1], *(pid for pid, _ in shown)]))[:2]}
+        if req.stage == "answer":
+            said = "Caspar Ellwood" in req.messages[-1]["content"]
+            return {"enough": "Yes" if said else "No", "answer": "Caspar Ellwood" if said else ""}
+        return script([("Yes", "")], sources=("kg", "wiki"), prefer=("subsidiary of",),
+                      skyline="Saltreach Biologics - parent - company - chief executive - answer")(req)
+
+    def answered(**config: Any) -> tuple[AnswerRecord, str]:
+        record, llm = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200, **config)
+        answer = next(r for r in llm.requests if r.stage == "answer")
+        return record, answer.messages[-1]["content"]
+
+    record, user = answered()
+    chosen = record.extra["trace"][0]["selected"]["texts"]
+    assert any(t.startswith("{") for t in chosen) and not all(t.startswith("{") for t in chosen)
+    assert "read" not in record.extra["trace"][0] and "Caspar Ellwood" not in user
+    record, user = answered(windows_beside_docs=True)
+    assert record.extra["trace"][0]["read"] and "Caspar Ellwood" in user
+    assert record.prediction == "Caspar Ellwood"

@@ -99,7 +99,8 @@ class HydraRun(HydraExplorer):
         return result
 
     def read_windows(self, selected: Sequence[Candidate]) -> list[Candidate]:
-        """`answer_windows` (ours): where the model chose KG paths only, the best `answer_windows`
+        """`answer_windows` (ours): where the model chose KG paths only (with `windows_beside_docs`,
+        where it chose any KG path, beside document evidence too), the best `answer_windows`
         sentence windows of the documents of the entities those paths reach (each path's end at its
         best prefix first, then the sets before it, `_reached_ids`), ranked by cosine to the
         question with its topic entities masked (the topic's own report answers "its chief
@@ -112,18 +113,21 @@ class HydraRun(HydraExplorer):
         "employees"): where every word names one ("who founded the parent company of X"), the
         paths answer, and a 0.5B model offered the windows' names too picked a wrong one."""
         k = self.config.answer_windows
-        if k <= 0 or self.docs is None or self.scorer is None or not selected \
-                or any(c.source != "kg" for c in selected):
+        kg_paths = [c for c in selected if c.source == "kg"]
+        beside_docs = self.config.windows_beside_docs or len(kg_paths) == len(selected)
+        if k <= 0 or self.docs is None or self.scorer is None or not kg_paths or not beside_docs:
             return []
         chains = self.chain_relevance()
         if chains is not None and not chains.scorer.silent_words:
             return []  # every word of the question names a relation of the graph: its paths answer
         with timed(self.record, "retrieval"):
-            sentences = entity_sentences(self.docs, self._reached_ids(selected), self.config.window_sentences,
+            sentences = entity_sentences(self.docs, self._reached_ids(kg_paths), self.config.window_sentences,
                                          self.config.max_chunks_per_entity)
             query = chains.query if chains is not None else masked_question(self.text, self.topic_labels)
-            best = top_sentences(self.scorer, query, sentences, k, self.config.max_sentence_chars)
-        return sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
+            best = top_sentences(self.scorer, query, sentences, k + len(selected), self.config.max_sentence_chars)
+        shown = {c.text for c in selected}  # a window the model already chose is not read twice
+        return [c for c in sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
+                if c.text not in shown][:k]
 
     def _reached_ids(self, selected: Sequence[Candidate]) -> list[str]:
         """The entities the chosen KG paths reach, not the topics: each path's end set (at its best

@@ -106,6 +106,9 @@ class HydraConfig(MethodConfig):
                                  "windows of the documents of the entities those paths reach (their ends first), ranked "
                                  "by cosine to the question with its topic entities masked, and may answer with a span "
                                  "of them (0: off, the paper's way: the answer reads the chosen paths only)", low=0)
+    windows_beside_docs: bool = option(False, "answer_windows (ours): also read the windows where the model chose "
+                                              "document evidence beside KG paths (the documents of the entities "
+                                              "the KG paths reach); off: only where it chose KG paths alone")
     max_answer_names: int = option(60, "answer_choice=paths: names offered at most", low=1)
     trace_max_entities: int = option(300, "entity names kept per stage in extra.trace", low=1)
     seed: int = option(0, "the seed of every call and of hydra-e's relation choice")
