@@ -634,3 +634,13 @@ def test_windows_beside_docs_read_the_reached_reports_beside_a_chosen_sentence(d
     record, user = answered(windows_beside_docs=True)
     assert record.extra["trace"][0]["read"] and "Caspar Ellwood" in user
     assert record.prediction == "Caspar Ellwood"
+    # doc_answers=spans: the answer is one of the ends' names or the sentences' spans, no topic entity
+    llm = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200, windows_beside_docs=True,
+              doc_answers="spans")[1]
+    schema = next(r for r in llm.requests if r.stage == "answer").schema
+    enum = schema["properties"]["answer"]["enum"]  # type: ignore[index]
+    assert enum[0] == "Pharmaceuticals"  # the chosen path's end ("subsidiary of, then main business")
+    assert "Caspar Ellwood" in enum and "Saltreach Biologics" not in enum
+    free = next(r for r in run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200)[1].requests
+                if r.stage == "answer").schema
+    assert "enum" not in free["properties"]["answer"]  # type: ignore[operator]

@@ -157,9 +157,11 @@ class HydraRun(HydraExplorer):
         windows `read` beside a KG-only selection (`answer_windows`) add their answer-shaped spans
         to the names of `paths` and `ends`."""
         choice = self.config.answer_choice
-        if choice == "free" or not selected or (choice in ("paths", "ends") and any(c.source != "kg" for c in selected)):
-            return []
         limit = self.config.max_answer_names
+        if choice in ("paths", "ends") and any(c.source != "kg" for c in selected) and selected:
+            return self._doc_answers(selected, read) if self.config.doc_answers == "spans" else []
+        if choice == "free" or not selected:
+            return []
         spans = allowed_answers(self.text, [], [c.payload.sentence.text for c in read if isinstance(c.payload, DocPath)],
                                 limit, counts=True, definite=True) if read and choice != "evidence" else []
         if choice == "ends":
@@ -169,6 +171,18 @@ class HydraRun(HydraExplorer):
             return list(dict.fromkeys([*names[:limit], *spans]))
         sentences = [c.payload.sentence.text for c in [*selected, *read] if isinstance(c.payload, DocPath)]
         return allowed_answers(self.text, names, sentences, limit)
+
+    def _doc_answers(self, selected: Sequence[Candidate], read: Sequence[Candidate]) -> list[str]:
+        """`doc_answers: spans` (ours): where the model chose document evidence, the names of the
+        chosen KG paths' ends and the answer-shaped spans of the chosen and read sentences, never
+        a topic entity (a 0.5B model answered "who covered the song I Love You by Chris White"
+        with Chris White)."""
+        kg = [c for c in selected if c.source == "kg"]
+        ends = self._end_names(kg) if self.config.answer_choice == "ends" else \
+            [n for c in kg for n in reversed(c.entities)]
+        sentences = [c.payload.sentence.text for c in [*selected, *read] if isinstance(c.payload, DocPath)]
+        spans = allowed_answers(self.text, [], sentences, 10 * self.config.max_answer_names, counts=True, definite=True)
+        return self._answerable([*ends, *spans])[: self.config.max_answer_names]
 
     def _answerable(self, names: Sequence[str]) -> list[str]:
         """The names, once each, that may be an answer: never a topic entity or an unnamed one."""

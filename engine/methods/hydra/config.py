@@ -106,6 +106,10 @@ class HydraConfig(MethodConfig):
                                  "windows of the documents of the entities those paths reach (their ends first), ranked "
                                  "by cosine to the question with its topic entities masked, and may answer with a span "
                                  "of them (0: off, the paper's way: the answer reads the chosen paths only)", low=0)
+    doc_answers: str = option("free", "answer_choice=paths or ends where the model chose document evidence: free: "
+                                      "any text; spans (ours): a name of the chosen KG paths' ends or a span of the "
+                                      "chosen and read sentences, never a topic entity",
+                              choices=("free", "spans"))
     windows_beside_docs: bool = option(False, "answer_windows (ours): also read the windows where the model chose "
                                               "document evidence beside KG paths (the documents of the entities "
                                               "the KG paths reach); off: only where it chose KG paths alone")
