@@ -124,8 +124,10 @@ class HydraRun(HydraExplorer):
             sentences = entity_sentences(self.docs, self._reached_ids(kg_paths), self.config.window_sentences,
                                          self.config.max_chunks_per_entity)
             query = chains.query if chains is not None else masked_question(self.text, self.topic_labels)
-            best = top_sentences(self.scorer, query, sentences, k + len(selected), self.config.max_sentence_chars)
-        shown = {c.text for c in selected}  # a window the model already chose is not read twice
+            # `windows_beside_docs`: room for the chosen sentences, which are not read twice
+            more = len(selected) if self.config.windows_beside_docs else 0
+            best = top_sentences(self.scorer, query, sentences, k + more, self.config.max_sentence_chars)
+        shown = {c.text for c in selected}
         return [c for c in sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
                 if c.text not in shown][:k]
 
