@@ -177,8 +177,8 @@ class HydraRun(HydraExplorer):
     def _doc_answers(self, selected: Sequence[Candidate], read: Sequence[Candidate]) -> list[str]:
         """`doc_answers: spans` (ours): where the model chose document evidence, the names of the
         chosen KG paths' ends and the answer-shaped spans of the chosen and read sentences, never
-        a topic entity (a 0.5B model answered "who covered the song I Love You by Chris White"
-        with Chris White)."""
+        a topic entity (a 0.5B model answered "where is the host of the American survival skills
+        reality show, The Island, originally from?" with The Island)."""
         kg = [c for c in selected if c.source == "kg"]
         ends = self._end_names(kg) if self.config.answer_choice == "ends" else \
             [n for c in kg for n in reversed(c.entities)]
