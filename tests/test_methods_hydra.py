@@ -503,7 +503,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
              "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance",
-             "answer_prompt", "chain_weights", "end_prefix", "answer_windows")
+             "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
