@@ -160,19 +160,18 @@ class HydraRun(HydraExplorer):
         to the names of `paths` and `ends`."""
         choice = self.config.answer_choice
         limit = self.config.max_answer_names
-        if choice in ("paths", "ends") and any(c.source != "kg" for c in selected) and selected:
+        if choice in ("paths", "ends") and any(c.source != "kg" for c in selected):
             return self._doc_answers(selected, read) if self.config.doc_answers == "spans" else []
         if choice == "free" or not selected:
             return []
-        spans = allowed_answers(self.text, [], [c.payload.sentence.text for c in read if isinstance(c.payload, DocPath)],
-                                limit, counts=True, definite=True) if read and choice != "evidence" else []
+        spans = allowed_answers(self.text, [], _sentences(read), limit, counts=True, definite=True) \
+            if read and choice != "evidence" else []
         if choice == "ends":
             return list(dict.fromkeys([*self._answerable(self._end_names(selected))[:limit], *spans]))
         names = self._answerable([n for c in selected if c.source == "kg" for n in reversed(c.entities)])  # ends first
         if choice == "paths":
             return list(dict.fromkeys([*names[:limit], *spans]))
-        sentences = [c.payload.sentence.text for c in [*selected, *read] if isinstance(c.payload, DocPath)]
-        return allowed_answers(self.text, names, sentences, limit)
+        return allowed_answers(self.text, names, _sentences([*selected, *read]), limit)
 
     def _doc_answers(self, selected: Sequence[Candidate], read: Sequence[Candidate]) -> list[str]:
         """`doc_answers: spans` (ours): where the model chose document evidence, the names of the
@@ -182,8 +181,9 @@ class HydraRun(HydraExplorer):
         kg = [c for c in selected if c.source == "kg"]
         ends = self._end_names(kg) if self.config.answer_choice == "ends" else \
             [n for c in kg for n in reversed(c.entities)]
-        sentences = [c.payload.sentence.text for c in [*selected, *read] if isinstance(c.payload, DocPath)]
-        spans = allowed_answers(self.text, [], sentences, 10 * self.config.max_answer_names, counts=True, definite=True)
+        # every span first: those naming a topic entity are dropped before the limit
+        spans = allowed_answers(self.text, [], _sentences([*selected, *read]), 10 * self.config.max_answer_names,
+                                counts=True, definite=True)
         return self._answerable([*ends, *spans])[: self.config.max_answer_names]
 
     def _answerable(self, names: Sequence[str]) -> list[str]:
@@ -226,6 +226,11 @@ class HydraRun(HydraExplorer):
             scores = chains.of_groups(prefixes)
             self._prefix_cuts[key] = 1 + max(range(steps), key=lambda i: (scores[i], i))
         return self._prefix_cuts[key]
+
+
+def _sentences(candidates: Sequence[Candidate]) -> list[str]:
+    """The source sentences of the document windows among the candidates (KG paths have none)."""
+    return [c.payload.sentence.text for c in candidates if isinstance(c.payload, DocPath)]
 
 
 def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:
