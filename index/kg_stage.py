@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pyoxigraph as ox
 
+from index.graph_docs import GRAPH_DOC_PREFIX
 from index.kg_degrees import DegreeSum, counter_table
 from index.paths import IndexPaths
 from index.store_writer import StoreWriter
@@ -161,7 +162,8 @@ def _write_fact_documents(store: ox.Store, paths: IndexPaths, options: KgOptions
             store.remove_graph(_DROPPED_GRAPH)
     if options.kg_as_docs:
         facts = store.quads_for_pattern(None, None, None, ox.DefaultGraph())
-        counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix="kgdoc", append=True)
+        counts["kg_documents"] = _write_dropped_docs(store, facts, paths.dropped_docs, prefix=GRAPH_DOC_PREFIX,
+                                                     append=True)
 
 
 class _Load:

@@ -20,7 +20,9 @@ from engine.access.documents import ChunkRecord, ParquetDocumentStore, SearchHit
 from engine.access.graph import Subgraph
 from engine.access.retrieval import DenseScorer
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
+from engine.methods.hydra.answer import _graph_text_only
 from engine.methods.hydra.docs import (
+    DocPath,
     Sentence,
     entity_sentences,
     path_entities,
@@ -34,10 +36,12 @@ from engine.methods.hydra.paths import (
     skyline_depth,
     skyline_order,
 )
+from engine.methods.hydra.score import Candidate
 from engine.methods.registry import default_config, resolve_config
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
+from index.graph_docs import restates_graph
 
 FOUNDER = Question("demo-002", "Who founded Norvale Motors?", ["Oskar Thelling"])
 CEO = Question("d1", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"])
@@ -644,3 +648,19 @@ def test_windows_beside_docs_read_the_reached_reports_beside_a_chosen_sentence(d
     free = next(r for r in run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200)[1].requests
                 if r.stage == "answer").schema
     assert "enum" not in free["properties"]["answer"]  # type: ignore[operator]
+
+
+def test_windows_beside_docs_skip_documents_that_restate_the_graph() -> None:
+    """`windows_beside_docs` reads no windows beside sentences of documents written from the
+    graph's own facts (`--kg-as-docs`, ids "kgdoc-..."): the KG paths offer what they say, and a
+    reached film's other facts ("1942") only misled the 0.5B model. The documents of the facts
+    `--kg-keep` left out ("dropped-...") state what the graph lacks, and count as documents."""
+    def window(chunk_id: str) -> Candidate:
+        return Candidate("Jaws: Jaws release year 1975.", ("Jaws",), "wiki",
+                         DocPath(Sentence("Jaws release year 1975.", chunk_id, "Jaws", "wiki")))
+    path = Candidate("{Jaws} - directed by - {Steven Spielberg}", ("Jaws", "Steven Spielberg"), "kg")
+    assert restates_graph("kgdoc-0012419#0") and not restates_graph("dropped-0000003#0")
+    assert _graph_text_only([path, window("kgdoc-0000001#0")])
+    assert not _graph_text_only([path, window("kgdoc-0000001#0"), window("dropped-0000002#0")])
+    assert not _graph_text_only([path, window("hotpot:2506b56e2d085dba#0")])
+    assert not _graph_text_only([path])  # no document window

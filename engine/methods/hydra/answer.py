@@ -18,6 +18,7 @@ from engine.methods.shared.answer_spans import allowed_answers
 from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import answer_of, timed
 from index.entities import normalise
+from index.graph_docs import restates_graph
 
 
 class HydraRun(HydraExplorer):
@@ -114,7 +115,8 @@ class HydraRun(HydraExplorer):
         paths answer, and a 0.5B model offered the windows' names too picked a wrong one."""
         k = self.config.answer_windows
         kg_paths = [c for c in selected if c.source == "kg"]
-        beside_docs = self.config.windows_beside_docs or len(kg_paths) == len(selected)
+        beside_docs = self.config.windows_beside_docs and not _graph_text_only(selected)
+        beside_docs = beside_docs or len(kg_paths) == len(selected)
         if k <= 0 or self.docs is None or self.scorer is None or not kg_paths or not beside_docs:
             return []
         chains = self.chain_relevance()
@@ -125,7 +127,7 @@ class HydraRun(HydraExplorer):
                                          self.config.max_chunks_per_entity)
             query = chains.query if chains is not None else masked_question(self.text, self.topic_labels)
             # `windows_beside_docs`: room for the chosen sentences, which are not read twice
-            more = len(selected) if self.config.windows_beside_docs else 0
+            more = len(selected) if beside_docs and len(kg_paths) < len(selected) else 0
             best = top_sentences(self.scorer, query, sentences, k + more, self.config.max_sentence_chars)
         shown = {c.text for c in selected}
         return [c for c in sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
@@ -226,6 +228,14 @@ class HydraRun(HydraExplorer):
             scores = chains.of_groups(prefixes)
             self._prefix_cuts[key] = 1 + max(range(steps), key=lambda i: (scores[i], i))
         return self._prefix_cuts[key]
+
+
+def _graph_text_only(candidates: Sequence[Candidate]) -> bool:
+    """Whether every document window among the candidates comes from a document that restates the
+    graph's own facts (`--kg-as-docs`; False without document windows): reading more documents
+    beside them adds what the KG paths already offer, as another film's year."""
+    windows = [c.payload.sentence for c in candidates if isinstance(c.payload, DocPath)]
+    return bool(windows) and all(restates_graph(w.chunk_id) for w in windows)
 
 
 def _sentences(candidates: Sequence[Candidate]) -> list[str]:
