@@ -612,8 +612,8 @@ def test_answer_windows_read_the_reports_of_the_entities_the_chosen_paths_reach(
 def test_windows_beside_docs_read_the_reached_reports_beside_a_chosen_sentence(demo_index: Path) -> None:
     """The model chooses the KG path to the parent company and a sentence of a document (as it
     did on AdvHotpotQA). `answer_windows` reads the reached entities' reports only where the
-    model chose KG paths alone; with `windows_beside_docs` it reads them beside the sentence too,
-    and the parent's report names its chief executive."""
+    model chose KG paths alone; with `windows_beside_docs` (`hydra-s`'s default) it reads them
+    beside the sentence too, and the parent's report names its chief executive."""
     def reply(req: ScriptedRequest) -> Any:
         if req.stage == "selection":
             shown = re.findall(r"^(P\d+) (.*)$", req.messages[-1]["content"], re.MULTILINE)
@@ -631,11 +631,11 @@ def test_windows_beside_docs_read_the_reached_reports_beside_a_chosen_sentence(d
         answer = next(r for r in llm.requests if r.stage == "answer")
         return record, answer.messages[-1]["content"]
 
-    record, user = answered()
+    record, user = answered(windows_beside_docs=False)
     chosen = record.extra["trace"][0]["selected"]["texts"]
     assert any(t.startswith("{") for t in chosen) and not all(t.startswith("{") for t in chosen)
     assert "read" not in record.extra["trace"][0] and "Caspar Ellwood" not in user
-    record, user = answered(windows_beside_docs=True)
+    record, user = answered()  # hydra-s's default
     assert record.extra["trace"][0]["read"] and "Caspar Ellwood" in user
     assert record.prediction == "Caspar Ellwood"
     # doc_answers=spans: the answer is one of the ends' names or the sentences' spans, no topic entity

@@ -112,7 +112,9 @@ class HydraConfig(MethodConfig):
                               choices=("free", "spans"))
     windows_beside_docs: bool = option(False, "answer_windows (ours): also read the windows where the model chose "
                                               "document evidence beside KG paths (the documents of the entities "
-                                              "the KG paths reach); off: only where it chose KG paths alone")
+                                              "the KG paths reach), unless every chosen sentence is of a "
+                                              "document that restates the graph (--kg-as-docs); off: only where "
+                                              "it chose KG paths alone (hydra-s: on)")
     max_answer_names: int = option(60, "answer_choice=paths: names offered at most", low=1)
     trace_max_entities: int = option(300, "entity names kept per stage in extra.trace", low=1)
     seed: int = option(0, "the seed of every call and of hydra-e's relation choice")
@@ -135,7 +137,8 @@ class HydraSConfig(HydraConfig):
     in the evidence; the chain scorer reads its terms as the `chains` method has them now, and cuts
     each chosen KG path where its prefixes match the question best before offering its end; where
     the question says a word that names no relation of the graph, the answer call also reads the
-    best windows of the reached entities' documents. The phases, pruning and the model's
+    best windows of the reached entities' documents, beside chosen document sentences too (not
+    beside those of documents that restate the graph). The phases, pruning and the model's
     selection are the paper's."""
 
     initial_depth: str = like(HydraConfig, "initial_depth", "max")
@@ -148,6 +151,7 @@ class HydraSConfig(HydraConfig):
     chain_weights: str = like(HydraConfig, "chain_weights", "chains")
     end_prefix: bool = like(HydraConfig, "end_prefix", True)
     answer_windows: int = like(HydraConfig, "answer_windows", 3)
+    windows_beside_docs: bool = like(HydraConfig, "windows_beside_docs", True)
 
 
 HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()
