@@ -399,13 +399,13 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
 
 
 def test_hydra_s_is_hydra_with_the_small_model_settings() -> None:
-    """Ours, beside the paper's `hydra`: ten defaults differ, every other key is hydra's."""
+    """Ours, beside the paper's `hydra`: eleven defaults differ, every other key is hydra's."""
     hydra, small = default_config("hydra"), default_config("hydra-s")
     changed = {k: v for k, v in small.items() if hydra[k] != v}
     assert changed == {"initial_depth": "max", "path_lengths": "up_to", "path_relevance": "chains",
                        "answer_choice": "ends", "answer_prompt": "short", "doc_evidence": "sentences",
                        "web_collections": "all", "chain_weights": "chains", "end_prefix": True,
-                       "answer_windows": 3}
+                       "answer_windows": 3, "windows_beside_docs": True}
     assert set(small) == set(hydra)
 
 
