@@ -101,7 +101,8 @@ class HydraRun(HydraExplorer):
 
     def read_windows(self, selected: Sequence[Candidate]) -> list[Candidate]:
         """`answer_windows` (ours): where the model chose KG paths only (with `windows_beside_docs`,
-        where it chose any KG path, beside document evidence too), the best `answer_windows`
+        where it chose any KG path, beside document evidence too, unless that evidence is all of
+        documents that restate the graph, `_graph_text_only`), the best `answer_windows`
         sentence windows of the documents of the entities those paths reach (each path's end at its
         best prefix first, then the sets before it, `_reached_ids`), ranked by cosine to the
         question with its topic entities masked (the topic's own report answers "its chief
