@@ -116,9 +116,10 @@ class HydraRun(HydraExplorer):
         paths answer, and a 0.5B model offered the windows' names too picked a wrong one."""
         k = self.config.answer_windows
         kg_paths = [c for c in selected if c.source == "kg"]
-        beside_docs = self.config.windows_beside_docs and not _graph_text_only(selected)
-        beside_docs = beside_docs or len(kg_paths) == len(selected)
-        if k <= 0 or self.docs is None or self.scorer is None or not kg_paths or not beside_docs:
+        with_docs = len(kg_paths) < len(selected)
+        if with_docs and (not self.config.windows_beside_docs or _graph_text_only(selected)):
+            return []
+        if k <= 0 or self.docs is None or self.scorer is None or not kg_paths:
             return []
         chains = self.chain_relevance()
         if chains is not None and not chains.scorer.silent_words:
@@ -128,7 +129,7 @@ class HydraRun(HydraExplorer):
                                          self.config.max_chunks_per_entity)
             query = chains.query if chains is not None else masked_question(self.text, self.topic_labels)
             # `windows_beside_docs`: room for the chosen sentences, which are not read twice
-            more = len(selected) if beside_docs and len(kg_paths) < len(selected) else 0
+            more = len(selected) if with_docs else 0
             best = top_sentences(self.scorer, query, sentences, k + more, self.config.max_sentence_chars)
         shown = {c.text for c in selected}
         return [c for c in sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
