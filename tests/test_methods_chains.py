@@ -28,6 +28,7 @@ from engine.methods.shared.answer_spans import (
     date_at_grain,
     is_yes_no,
     spans_of,
+    stated_form,
 )
 from engine.methods.shared.chain_plans import Chain, distinct_best, enumerate_chains, joined_chains
 from engine.questions.record import AnswerRecord, Question
@@ -387,6 +388,21 @@ def test_a_date_answer_is_given_at_the_grain_the_question_asks_for(question: str
     passages = ["It was renamed in 1927.",
                 "Mary Page Fillmore (August 6, 1845 - October 6, 1931) co-founded Unity, in business from 1889 to 1990."]
     assert date_at_grain(question, answer, passages) == given
+
+
+@pytest.mark.parametrize(("question", "answer", "given"), [
+    ("What number largest airline in the United States is Hawaiian?", "8", "8th"),  # stated only as an ordinal
+    ("How long is the Inn?", "517", "517 km"),  # stated only with its measure
+    ("The Inn is a river that is how many km long?", "517", "517"),  # the question names the unit
+    ("What share of revenue?", "34", "34 percent"),
+    ("How old was she in 1888?", "43", "43"),  # "43 years": a duration, left as said
+    ("When was the airline founded?", "1929", "1929"),  # also stated bare
+    ("Who founded the airline?", "Stanley Kennedy", "Stanley Kennedy"),  # no number
+])
+def test_a_bare_number_is_given_as_the_evidence_states_it(question: str, answer: str, given: str) -> None:
+    passages = ["Hawaiian Airlines is the 8th largest commercial airline in the United States; it was founded in 1929.",
+                "The Inn is 517 km long. She was 43 years old in 1888.", "It brought in about 34 percent of revenue."]
+    assert stated_form(question, answer, passages) == given
 
 
 def test_what_a_thing_is_the_is_offered_with_definite() -> None:

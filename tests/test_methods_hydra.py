@@ -399,13 +399,13 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
 
 
 def test_hydra_s_is_hydra_with_the_small_model_settings() -> None:
-    """Ours, beside the paper's `hydra`: eleven defaults differ, every other key is hydra's."""
+    """Ours, beside the paper's `hydra`: twelve defaults differ, every other key is hydra's."""
     hydra, small = default_config("hydra"), default_config("hydra-s")
     changed = {k: v for k, v in small.items() if hydra[k] != v}
     assert changed == {"initial_depth": "max", "path_lengths": "up_to", "path_relevance": "chains",
                        "answer_choice": "ends", "answer_prompt": "short", "doc_evidence": "sentences",
                        "web_collections": "all", "chain_weights": "chains", "end_prefix": True,
-                       "answer_windows": 3, "windows_beside_docs": True}
+                       "answer_windows": 3, "windows_beside_docs": True, "answer_forms": True}
     assert set(small) == set(hydra)
 
 
@@ -507,7 +507,8 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
 
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
              "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance",
-             "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers")
+             "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers",
+             "answer_forms")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
@@ -664,3 +665,31 @@ def test_windows_beside_docs_skip_documents_that_restate_the_graph() -> None:
     assert not _graph_text_only([path, window("kgdoc-0000001#0"), window("dropped-0000002#0")])
     assert not _graph_text_only([path, window("hotpot:2506b56e2d085dba#0")])
     assert not _graph_text_only([path])  # no document window
+
+
+FLAGSHIP_SHARE = Question("flagship-share", "What share of sales does the flagship product of the parent company "
+                          "of Saltreach Biologics account for?", ["47 percent"])
+
+
+def test_answer_forms_give_a_bare_number_as_the_evidence_states_it(demo_index: Path) -> None:
+    """`answer_forms` (`hydra-s`'s default): the model answers with a bare number ("34") that the
+    sentences it read state only as a measure ("about 34 percent of revenue"); the prediction is
+    the figure as stated, and the record says so. `hydra` keeps the model's words."""
+    def reply(req: ScriptedRequest) -> Any:
+        if req.stage == "answer":
+            text = req.messages[-1]["content"]
+            stated = [n for n in re.findall(r"\b(\d+) percent", text)
+                      if not re.search(rf"(?<![\w.,]){n}(?!\s?percent)(?![\w]|[.,]\d)", text)]
+            return {"enough": "Yes", "answer": stated[0] if stated else ""}
+        if req.stage == "selection":
+            shown = re.findall(r"^(P\d+) (.*)$", req.messages[-1]["content"], re.MULTILINE)
+            return {"paths": [pid for pid, _ in shown][:2]}
+        return script([("Yes", "")], sources=("kg", "wiki"), prefer=("subsidiary of",),
+                      skyline="Saltreach Biologics - parent - company - flagship - share - answer")(req)
+
+    record = run(demo_index, FLAGSHIP_SHARE, reply, "hydra-s", w_max=2, w2=200)[0]
+    said = record.extra["answer_text"]
+    assert said.isdigit() and record.prediction == f"{said} percent"
+    assert record.extra["answer_form"] == f"{said} -> {said} percent"
+    kept = run(demo_index, FLAGSHIP_SHARE, reply, "hydra-s", w_max=2, w2=200, answer_forms=False)[0]
+    assert kept.prediction == said and "answer_form" not in kept.extra

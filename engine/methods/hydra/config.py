@@ -115,6 +115,11 @@ class HydraConfig(MethodConfig):
                                               "the KG paths reach), unless every chosen sentence is of a "
                                               "document that restates the graph (--kg-as-docs); off: only where "
                                               "it chose KG paths alone (hydra-s: on)")
+    answer_forms: bool = option(False, "ours: the answer as the evidence's document sentences state it: a part of a "
+                                       "date or period a sentence states, for a \"when\" question, becomes that date "
+                                       "or period (\"1845\" -> \"August 6, 1845\"); a bare number they state only "
+                                       "with an ordinal suffix or a measure becomes that (\"8\" -> \"8th\", "
+                                       "\"517\" -> \"517 km\"; not for \"how many N\") (hydra-s: on)")
     max_answer_names: int = option(60, "answer_choice=paths: names offered at most", low=1)
     trace_max_entities: int = option(300, "entity names kept per stage in extra.trace", low=1)
     seed: int = option(0, "the seed of every call and of hydra-e's relation choice")
@@ -152,6 +157,7 @@ class HydraSConfig(HydraConfig):
     end_prefix: bool = like(HydraConfig, "end_prefix", True)
     answer_windows: int = like(HydraConfig, "answer_windows", 3)
     windows_beside_docs: bool = like(HydraConfig, "windows_beside_docs", True)
+    answer_forms: bool = like(HydraConfig, "answer_forms", True)
 
 
 HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()

@@ -161,7 +161,8 @@ def run_hydra_s(question: Question, ctx: Context, config: dict[str, Any]) -> Ans
 # added after the first runs: in the config hash only when set away from the default
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
           "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities",
-          "path_relevance", "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers")
+          "path_relevance", "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers",
+          "answer_forms")
 HYDRA = MethodSpec.typed(
     "hydra", run_hydra, HydraConfig,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",
@@ -174,4 +175,5 @@ HYDRA_S = MethodSpec.typed(
     "hydra-s", run_hydra_s, HydraSConfig,
     "HydraRAG with settings for small models (ours): every depth, KG paths ranked by the chains scorer, "
     "sentences as evidence, answers from the paths' ends, the evidence's words or the reached entities' documents",
-    hash_unless={"chain_weights": "first", "end_prefix": False, "answer_windows": 0, "windows_beside_docs": False, "doc_answers": "free"})
+    hash_unless={"chain_weights": "first", "end_prefix": False, "answer_windows": 0, "windows_beside_docs": False, "doc_answers": "free",
+                 "answer_forms": False})

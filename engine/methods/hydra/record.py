@@ -11,6 +11,7 @@ from engine.methods.hydra.config import SOURCES
 from engine.methods.hydra.docs import DocPath
 from engine.methods.hydra.score import Candidate, Scored
 from engine.methods.hydra.state import Attempt, HydraState
+from engine.methods.shared.answer_spans import date_at_grain, stated_form
 from engine.methods.shared.common import found_in, gold_held, names_any, rank_answers
 from engine.questions.record import AnswerSource
 from index.entities import normalise
@@ -88,6 +89,12 @@ class HydraRecorder(HydraState):
         phase, answer, selected = attempt.phase, attempt.answer, [*attempt.selected, *attempt.read]
         self.record.extra["phase"] = phase
         self.record.extra["answer_text"] = answer
+        if self.config.answer_forms and answer:  # ours: the answer as the evidence states it
+            passages = [c.text for c in selected if c.source != "kg"]
+            stated = stated_form(self.text, date_at_grain(self.text, answer, passages), passages)
+            if stated != answer:
+                self.record.extra["answer_form"] = f"{answer} -> {stated}"
+                answer = stated
         candidates = [n for n in dict.fromkeys(self.reached(selected)) if n not in self.topic_labels]
         self.record.prediction, self.record.predictions = rank_answers(answer, candidates, self.topic_labels)
         support = self.support(answer, selected)

@@ -173,6 +173,27 @@ def date_at_grain(question: str, answer: str, passages: Sequence[str]) -> str:
     return answer
 
 
+# what a figure is stated with where the source never states it bare: a measure ("517 km", "12
+# percent") or an ordinal suffix ("8th"); counts and durations ("45 years") are left to the question
+_MEASURES = (r"%|percent|million|billion|km/h|mph|kph|km|kilometres|kilometers|miles|metres|meters|m|cm|mm|ft|"
+             r"feet|inches|kg|kilograms|lb|pounds|tonnes|tons|acres|hectares|ha")
+_BARE_NUMBER = re.compile(r"[$€£¥]?\d[\d,]*(?:\.\d+)?")
+
+
+def stated_form(question: str, answer: str, passages: Sequence[str]) -> str:
+    """A bare number the passages never state bare, as they state it: with its ordinal suffix ("What
+    number president ...?": "45" -> "45th") or its measure ("517" -> "517 km"), the first passage
+    that holds one. A number the passages also state bare, a "how many/much N" question's answer
+    (`bare_count`: the question names the unit) and any other answer stay as they are."""
+    if not _BARE_NUMBER.fullmatch(answer) or _COUNTED.search(question):
+        return answer
+    at = re.compile(rf"(?<![\w.,$€£¥]){re.escape(answer)}(?:(st|nd|rd|th)\b|\s?(?:{_MEASURES})(?![\w]))?(?![\w]|[.,]\d)")
+    stated = [" ".join(m.group(0).split()) for passage in passages for m in at.finditer(passage)]
+    if not stated or answer in stated:
+        return answer
+    return stated[0]
+
+
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
                     limit: int = 60, choices: bool = False, withheld: Collection[str] = (),
                     counts: bool = False, definite: bool = False) -> list[str]:
