@@ -399,13 +399,14 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
 
 
 def test_hydra_s_is_hydra_with_the_small_model_settings() -> None:
-    """Ours, beside the paper's `hydra`: twelve defaults differ, every other key is hydra's."""
+    """Ours, beside the paper's `hydra`: thirteen defaults differ, every other key is hydra's."""
     hydra, small = default_config("hydra"), default_config("hydra-s")
     changed = {k: v for k, v in small.items() if hydra[k] != v}
     assert changed == {"initial_depth": "max", "path_lengths": "up_to", "path_relevance": "chains",
                        "answer_choice": "ends", "answer_prompt": "short", "doc_evidence": "sentences",
                        "web_collections": "all", "chain_weights": "chains", "end_prefix": True,
-                       "answer_windows": 3, "windows_beside_docs": True, "answer_forms": True}
+                       "answer_windows": 3, "windows_beside_docs": True, "answer_forms": True,
+                       "echo_retry": "spans"}
     assert set(small) == set(hydra)
 
 
@@ -508,7 +509,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
              "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance",
              "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers",
-             "answer_forms")
+             "answer_forms", "echo_retry")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
@@ -693,3 +694,36 @@ def test_answer_forms_give_a_bare_number_as_the_evidence_states_it(demo_index: P
     assert record.extra["answer_form"] == f"{said} -> {said} percent"
     kept = run(demo_index, FLAGSHIP_SHARE, reply, "hydra-s", w_max=2, w2=200, answer_forms=False)[0]
     assert kept.prediction == said and "answer_form" not in kept.extra
+
+
+def test_echo_retry_asks_again_where_the_answer_is_the_question_s_own_words(demo_index: Path) -> None:
+    """`echo_retry=spans` (`hydra-s`'s default): the model answers with words the question says
+    ("Saltreach Biologics"); the answer call is asked once more, under an enum of the evidence's
+    spans that the question does not say, and its answer stands. `off` keeps the echo; a yes/no
+    question is never asked again."""
+    offered: list[list[str]] = []
+
+    def reply(req: ScriptedRequest) -> Any:
+        if req.stage == "selection":
+            shown = re.findall(r"^(P\d+) (.*)$", req.messages[-1]["content"], re.MULTILINE)
+            paths = [pid for pid, text in shown if "subsidiary of" in text and text.startswith("{")]
+            sentences = [pid for pid, text in shown if not text.startswith("{")]
+            return {"paths": [*paths[:1], *sentences[:1]]}
+        if req.stage == "answer":
+            return {"enough": "Yes", "answer": "Saltreach Biologics"}
+        if req.stage == "answer_echo":
+            enum = req.schema["properties"]["answer"]["enum"]  # type: ignore[index]
+            offered.append(enum)
+            return {"enough": "Yes", "answer": "Caspar Ellwood" if "Caspar Ellwood" in enum else enum[0]}
+        return script([("Yes", "")], sources=("kg", "wiki"), prefer=("subsidiary of",),
+                      skyline="Saltreach Biologics - parent - company - chief executive - answer")(req)
+
+    record, llm = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200)
+    assert record.extra["trace"][0]["echo"] == "Saltreach Biologics"
+    assert offered and not any("saltreach biologics" in s.lower() for s in offered[0])
+    assert record.prediction == "Caspar Ellwood" and stages(record).count("answer_echo") == 1
+    kept, llm = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200, echo_retry="off")
+    assert "answer_echo" not in stages(kept) and "echo" not in kept.extra["trace"][0]
+    yes_no = Question("yes-no", "Is Saltreach Biologics a subsidiary of Dovrenz Pharma?", ["yes"])
+    asked, _ = run(demo_index, yes_no, reply, "hydra-s", w_max=2, w2=200)
+    assert "answer_echo" not in stages(asked)

@@ -3,6 +3,7 @@ top W_max paths and the answer call, with the names an answer may be."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -14,7 +15,7 @@ from engine.methods.hydra.docs import DocPath, entity_sentences, sentence_candid
 from engine.methods.hydra.explore import HydraExplorer
 from engine.methods.hydra.score import Candidate, Pruned, Scored, prune
 from engine.methods.hydra.state import Analysis, Attempt
-from engine.methods.shared.answer_spans import allowed_answers
+from engine.methods.shared.answer_spans import allowed_answers, is_yes_no
 from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import answer_of, timed
 from index.entities import normalise
@@ -84,10 +85,20 @@ class HydraRun(HydraExplorer):
         short = self.config.answer_prompt == "short"  # ours: evidence and question only, no facts
         user = hp.answer_user(texts, "", self.text) if short else \
             hp.answer_user(texts, analysis.skyline, self.text, analysis.sub_questions)
-        parsed = self._ask(hp.SHORT_ANSWER_SYSTEM if short else hp.ANSWER_SYSTEM, user,
-                           hp.answer_schema(self.answer_names(result.selected, result.read), short), "answer",
-                           "temperature_answer", "answer_max_tokens")
+        system = hp.SHORT_ANSWER_SYSTEM if short else hp.ANSWER_SYSTEM
+        names = self.answer_names(result.selected, result.read)
+        parsed = self._ask(system, user, hp.answer_schema(names, short), "answer", "temperature_answer",
+                           "answer_max_tokens")
         result.answer = answer_of(parsed)
+        echo = self.config.echo_retry == "spans" and not names and self._echoes(result.answer)
+        if echo:
+            # ours: the question does not ask for what it says; once more, among the evidence's spans
+            spans = [s for s in self._doc_answers(result.selected, result.read) if not self._echoes(s)]
+            if spans:
+                step["echo"] = result.answer
+                parsed = self._ask(system, user, hp.answer_schema(spans, short), "answer_echo",
+                                   "temperature_answer", "answer_max_tokens")
+                result.answer = answer_of(parsed)
         said_yes = isinstance(parsed, dict) and parsed.get("enough") == "Yes" and bool(result.answer)
         step["answer"] = {"enough": "Yes" if said_yes else "No", "answer": result.answer,
                           "facts": parsed.get("facts", "") if isinstance(parsed, dict) else ""}
@@ -96,8 +107,20 @@ class HydraRun(HydraExplorer):
                 not self.support(result.answer, [*result.selected, *result.read]):
             step["answer"]["ungrounded_answer"] = True
             result.enough = False
+        if said_yes and self.config.echo_retry == "next" and self._echoes(result.answer):
+            step["answer"]["echo"] = True  # ours: the question does not ask for what it says
+            result.enough = False
         step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
         return result
+
+    def _echoes(self, answer: str) -> bool:
+        """`echo_retry`: the answer is words the question itself says ("Where is the host of ... The
+        Island, originally from?": The Island), in a question that offers no answer of its own
+        words (yes/no, "A or B")."""
+        said, words = _words(self.text), _words(answer)
+        if not words or is_yes_no(self.text) or "or" in said:
+            return False
+        return any(said[i:i + len(words)] == words for i in range(len(said) - len(words) + 1))
 
     def read_windows(self, selected: Sequence[Candidate]) -> list[Candidate]:
         """`answer_windows` (ours): where the model chose KG paths only (with `windows_beside_docs`,
@@ -238,6 +261,10 @@ def _graph_text_only(candidates: Sequence[Candidate]) -> bool:
     beside them adds what the KG paths already offer, as another film's year."""
     windows = [c.payload.sentence for c in candidates if isinstance(c.payload, DocPath)]
     return bool(windows) and all(restates_graph(w.chunk_id) for w in windows)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", normalise(text))
 
 
 def _sentences(candidates: Sequence[Candidate]) -> list[str]:

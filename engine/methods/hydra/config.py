@@ -120,6 +120,10 @@ class HydraConfig(MethodConfig):
                                        "or period (\"1845\" -> \"August 6, 1845\"); a bare number they state only "
                                        "with an ordinal suffix or a measure becomes that (\"8\" -> \"8th\", "
                                        "\"517\" -> \"517 km\"; not for \"how many N\") (hydra-s: on)")
+    echo_retry: str = option("off", "ours, where an answer is words the question itself says (not a yes/no or "
+                                    "\"A or B\" question): spans: a free-text answer is asked once more, one of the "
+                                    "evidence's spans the question does not say; next: the answer is not enough, "
+                                    "the next phase follows", choices=("off", "spans", "next"))
     max_answer_names: int = option(60, "answer_choice=paths: names offered at most", low=1)
     trace_max_entities: int = option(300, "entity names kept per stage in extra.trace", low=1)
     seed: int = option(0, "the seed of every call and of hydra-e's relation choice")
@@ -158,6 +162,7 @@ class HydraSConfig(HydraConfig):
     answer_windows: int = like(HydraConfig, "answer_windows", 3)
     windows_beside_docs: bool = like(HydraConfig, "windows_beside_docs", True)
     answer_forms: bool = like(HydraConfig, "answer_forms", True)
+    echo_retry: str = like(HydraConfig, "echo_retry", "spans")
 
 
 HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()
