@@ -718,12 +718,12 @@ def test_echo_retry_asks_again_where_the_answer_is_the_question_s_own_words(demo
         return script([("Yes", "")], sources=("kg", "wiki"), prefer=("subsidiary of",),
                       skyline="Saltreach Biologics - parent - company - chief executive - answer")(req)
 
-    record, llm = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200)
+    record = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200)[0]
     assert record.extra["trace"][0]["echo"] == "Saltreach Biologics"
     assert offered and not any("saltreach biologics" in s.lower() for s in offered[0])
     assert record.prediction == "Caspar Ellwood" and stages(record).count("answer_echo") == 1
-    kept, llm = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200, echo_retry="off")
+    kept = run(demo_index, PARENT_CEO, reply, "hydra-s", w_max=2, w2=200, echo_retry="off")[0]
     assert "answer_echo" not in stages(kept) and "echo" not in kept.extra["trace"][0]
     yes_no = Question("yes-no", "Is Saltreach Biologics a subsidiary of Dovrenz Pharma?", ["yes"])
-    asked, _ = run(demo_index, yes_no, reply, "hydra-s", w_max=2, w2=200)
+    asked = run(demo_index, yes_no, reply, "hydra-s", w_max=2, w2=200)[0]
     assert "answer_echo" not in stages(asked)
