@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 import pytest
@@ -20,7 +20,7 @@ from engine.access.documents import ChunkRecord, ParquetDocumentStore, SearchHit
 from engine.access.graph import Subgraph
 from engine.access.retrieval import DenseScorer
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.hydra.answer import _graph_text_only
+from engine.methods.hydra.answer import HydraRun, _graph_text_only
 from engine.methods.hydra.docs import (
     DocPath,
     Sentence,
@@ -727,3 +727,17 @@ def test_echo_retry_asks_again_where_the_answer_is_the_question_s_own_words(demo
     yes_no = Question("yes-no", "Is Saltreach Biologics a subsidiary of Dovrenz Pharma?", ["yes"])
     asked = run(demo_index, yes_no, reply, "hydra-s", w_max=2, w2=200)[0]
     assert "answer_echo" not in stages(asked)
+
+
+@pytest.mark.parametrize(("question", "answer", "echoes"), [
+    ("Where is the host of the reality show, The Island, originally from?", "The Island", True),
+    ("Who founded Norvale Motors?", "Norvale Motors", True),
+    ("In which city was the board chair of Pellin Rail Freight born?", "Pellin", False),  # part of a longer name
+    ("Is Norvale Motors a subsidiary of Lumera Industrial Trust?", "Norvale Motors", False),  # yes/no
+    ("Which is older, Norvale Motors or Kestrel Cell Works?", "Norvale Motors", False),  # its own alternatives
+    ("Who founded Norvale Motors?", "Oskar Thelling", False),
+])
+def test_an_echo_is_a_run_of_the_question_s_own_words(question: str, answer: str, echoes: bool) -> None:
+    class Stub:
+        text = question
+    assert HydraRun._echoes(cast(HydraRun, Stub()), answer) is echoes

@@ -115,12 +115,16 @@ class HydraRun(HydraExplorer):
 
     def _echoes(self, answer: str) -> bool:
         """`echo_retry`: the answer is words the question itself says ("Where is the host of ... The
-        Island, originally from?": The Island), in a question that offers no answer of its own
-        words (yes/no, "A or B")."""
-        said, words = _words(self.text), _words(answer)
+        Island, originally from?": The Island), not a part of a longer name there ("In which city
+        was the board chair of Pellin Rail Freight born?": Pellin), in a question that offers no
+        answer of its own words (yes/no, "A or B")."""
+        tokens = re.findall(r"\w+", self.text)
+        said, words = [normalise(t) for t in tokens], _words(answer)
         if not words or is_yes_no(self.text) or "or" in said:
             return False
-        return any(said[i:i + len(words)] == words for i in range(len(said) - len(words) + 1))
+        n = len(words)
+        return any(said[i:i + n] == words and not _named_on(tokens, i - 1, i + n)
+                   for i in range(len(said) - n + 1))
 
     def read_windows(self, selected: Sequence[Candidate]) -> list[Candidate]:
         """`answer_windows` (ours): where the model chose KG paths only (with `windows_beside_docs`,
@@ -261,6 +265,12 @@ def _graph_text_only(candidates: Sequence[Candidate]) -> bool:
     beside them adds what the KG paths already offer, as another film's year."""
     windows = [c.payload.sentence for c in candidates if isinstance(c.payload, DocPath)]
     return bool(windows) and all(restates_graph(w.chunk_id) for w in windows)
+
+
+def _named_on(tokens: Sequence[str], before: int, after: int) -> bool:
+    """A capitalised word next to a run of the question's words (not its first word): the run is
+    part of a longer name ("Pellin" of "Pellin Rail Freight", the city the company is named after)."""
+    return (before > 0 and tokens[before][:1].isupper()) or (after < len(tokens) and tokens[after][:1].isupper())
 
 
 def _words(text: str) -> list[str]:
