@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -20,7 +20,7 @@ from engine.access.documents import ChunkRecord, ParquetDocumentStore, SearchHit
 from engine.access.graph import Subgraph
 from engine.access.retrieval import DenseScorer
 from engine.llm.scripted import ScriptedLLM, ScriptedRequest
-from engine.methods.hydra.answer import HydraRun, _graph_text_only
+from engine.methods.hydra.answer import _graph_text_only
 from engine.methods.hydra.docs import (
     DocPath,
     Sentence,
@@ -38,6 +38,7 @@ from engine.methods.hydra.paths import (
 )
 from engine.methods.hydra.score import Candidate
 from engine.methods.registry import default_config, resolve_config
+from engine.methods.shared.answer_spans import echoes as answer_echoes
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
@@ -738,6 +739,4 @@ def test_echo_retry_asks_again_where_the_answer_is_the_question_s_own_words(demo
     ("Who founded Norvale Motors?", "Oskar Thelling", False),
 ])
 def test_an_echo_is_a_run_of_the_question_s_own_words(question: str, answer: str, echoes: bool) -> None:
-    class Stub:
-        text = question
-    assert HydraRun._echoes(cast(HydraRun, Stub()), answer) is echoes
+    assert answer_echoes(question, answer) is echoes

@@ -3,7 +3,6 @@ top W_max paths and the answer call, with the names an answer may be."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,7 +14,7 @@ from engine.methods.hydra.docs import DocPath, entity_sentences, sentence_candid
 from engine.methods.hydra.explore import HydraExplorer
 from engine.methods.hydra.score import Candidate, Pruned, Scored, prune
 from engine.methods.hydra.state import Analysis, Attempt
-from engine.methods.shared.answer_spans import allowed_answers, is_yes_no
+from engine.methods.shared.answer_spans import allowed_answers, echoes
 from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import answer_of, timed
 from index.entities import normalise
@@ -90,10 +89,10 @@ class HydraRun(HydraExplorer):
         parsed = self._ask(system, user, hp.answer_schema(names, short), "answer", "temperature_answer",
                            "answer_max_tokens")
         result.answer = answer_of(parsed)
-        echo = self.config.echo_retry == "spans" and not names and self._echoes(result.answer)
+        echo = self.config.echo_retry == "spans" and not names and echoes(self.text, result.answer)
         if echo:
             # ours: the question does not ask for what it says; once more, among the evidence's spans
-            spans = [s for s in self._doc_answers(result.selected, result.read) if not self._echoes(s)]
+            spans = [s for s in self._doc_answers(result.selected, result.read) if not echoes(self.text, s)]
             if spans:
                 step["echo"] = result.answer
                 parsed = self._ask(system, user, hp.answer_schema(spans, short), "answer_echo",
@@ -107,24 +106,11 @@ class HydraRun(HydraExplorer):
                 not self.support(result.answer, [*result.selected, *result.read]):
             step["answer"]["ungrounded_answer"] = True
             result.enough = False
-        if said_yes and self.config.echo_retry == "next" and self._echoes(result.answer):
+        if said_yes and self.config.echo_retry == "next" and echoes(self.text, result.answer):
             step["answer"]["echo"] = True  # ours: the question does not ask for what it says
             result.enough = False
         step["sufficient"] = result.enough  # with "depth" and "entities": what `ask` shows of a step
         return result
-
-    def _echoes(self, answer: str) -> bool:
-        """`echo_retry`: the answer is words the question itself says ("Where is the host of ... The
-        Island, originally from?": The Island), not a part of a longer name there ("In which city
-        was the board chair of Pellin Rail Freight born?": Pellin), in a question that offers no
-        answer of its own words (yes/no, "A or B")."""
-        tokens = re.findall(r"\w+", self.text)
-        said, words = [normalise(t) for t in tokens], _words(answer)
-        if not words or is_yes_no(self.text) or "or" in said:
-            return False
-        n = len(words)
-        return any(said[i:i + n] == words and not _named_on(tokens, i - 1, i + n)
-                   for i in range(len(said) - n + 1))
 
     def read_windows(self, selected: Sequence[Candidate]) -> list[Candidate]:
         """`answer_windows` (ours): where the model chose KG paths only (with `windows_beside_docs`,
@@ -265,16 +251,6 @@ def _graph_text_only(candidates: Sequence[Candidate]) -> bool:
     beside them adds what the KG paths already offer, as another film's year."""
     windows = [c.payload.sentence for c in candidates if isinstance(c.payload, DocPath)]
     return bool(windows) and all(restates_graph(w.chunk_id) for w in windows)
-
-
-def _named_on(tokens: Sequence[str], before: int, after: int) -> bool:
-    """A capitalised word next to a run of the question's words (not its first word): the run is
-    part of a longer name ("Pellin" of "Pellin Rail Freight", the city the company is named after)."""
-    return (before > 0 and tokens[before][:1].isupper()) or (after < len(tokens) and tokens[after][:1].isupper())
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", normalise(text))
 
 
 def _sentences(candidates: Sequence[Candidate]) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+from index.entities import normalise
+
 # A run of capitalised words, allowing a few lower-case joiners inside ("Bank of England",
 # "Jean de Florette"); digits may follow ("Apollo 11"). A full stop ends a run ("John Pinette.
 # Simon Sez" is two names).
@@ -192,6 +194,25 @@ def stated_form(question: str, answer: str, passages: Sequence[str]) -> str:
     if not stated or answer in stated:
         return answer
     return stated[0]
+
+
+def echoes(question: str, answer: str) -> bool:
+    """The answer is words the question itself says ("Where is the host of ... The Island,
+    originally from?": The Island), not a part of a longer name there ("In which city was the
+    board chair of Pellin Rail Freight born?": Pellin), in a question that offers no answer of its
+    own words (yes/no, "A or B"). Case- and accent-insensitive, word by word."""
+    tokens = re.findall(r"\w+", question)
+    said, words = [normalise(t) for t in tokens], re.findall(r"\w+", normalise(answer))
+    if not words or is_yes_no(question) or "or" in said:
+        return False
+    n = len(words)
+    return any(said[i:i + n] == words and not _named_on(tokens, i - 1, i + n) for i in range(len(said) - n + 1))
+
+
+def _named_on(tokens: Sequence[str], before: int, after: int) -> bool:
+    """A capitalised word next to a run of the question's words (not its first word): the run is
+    part of a longer name ("Pellin" of "Pellin Rail Freight", the city the company is named after)."""
+    return (before > 0 and tokens[before][:1].isupper()) or (after < len(tokens) and tokens[after][:1].isupper())
 
 
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
