@@ -544,3 +544,27 @@ def test_a_description_of_relation_words_alone_keeps_the_route(demo_index: Path)
                         topic_entities=["Aldric Brennvald"])
     record, _ = _run(demo_index, question, _choose("founded by", NOT_FOUND), choose="top", described_sets=0.05)
     assert "described" not in record.extra
+
+
+def test_echo_retry_asks_once_more_without_the_question_s_own_words(demo_index: Path) -> None:
+    """`echo_retry` (the default): an answer that is words the question says ("Headquartered") is asked
+    for once more under an enum without them; a topic entity named beside route ends is not (the
+    first end answers, `rank_answers`), and with the option off nothing is asked again."""
+    question = Question("echo", "Which company headquartered in Torvassa supplies Norvale Motors?", ["Kestrel Cell Works"])
+    offered: list[list[str]] = []
+
+    def reply(req: ScriptedRequest) -> Any:
+        enum = req.schema["properties"]["answer"]["enum"] if req.schema else []
+        if req.stage == "answer_echo":
+            offered.append(enum)
+            return {"answer": "Kestrel Cell Works" if "Kestrel Cell Works" in enum else enum[0]}
+        return {"answer": "Headquartered"}
+
+    record, llm = _run(demo_index, question, reply, choose="top")
+    assert [r.stage for r in llm.requests] == ["answer", "answer_echo"]
+    assert record.extra["echo"] == "Headquartered" and "Headquartered" not in offered[0]
+    assert record.prediction == "Kestrel Cell Works"
+    record, llm = _run(demo_index, question, reply, choose="top", echo_retry=False)
+    assert [r.stage for r in llm.requests] == ["answer"] and "echo" not in record.extra
+    record, llm = _run(demo_index, FOUNDER, lambda req: {"answer": "Norvale Motors"}, choose="top")
+    assert "answer_echo" not in [r.stage for r in llm.requests] and record.prediction == "Oskar Thelling"

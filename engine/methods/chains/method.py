@@ -57,7 +57,7 @@ from engine.access.graph import EvidencePath, Subgraph, subgraph_within
 from engine.access.retrieval import sentence_windows, shared_scorer
 from engine.methods.chains import prompts as cp
 from engine.methods.method_config import MethodConfig, option
-from engine.methods.shared.answer_spans import allowed_answers, date_at_grain
+from engine.methods.shared.answer_spans import allowed_answers, date_at_grain, echoes
 from engine.methods.shared.chain_plans import (
     Chain,
     distinct_best,
@@ -164,6 +164,9 @@ class ChainsConfig(MethodConfig):
     date_grain: bool = option(True, "the answer to a \"when\" question that is part of a date or period a shown "
                               "window states (its year) is given as the window states it (\"August 6, 1845\", \"from "
                               "1973 to 1996\"); a whole date answering \"what year\" is given as its year")
+    echo_retry: bool = option(True, "an answer that is words the question itself says (not part of a longer name "
+                              "there; not for a yes/no or \"A or B\" question) is asked for once more, among the "
+                              "allowed answers the question does not say (ours)")
     definite_kinds: bool = option(True, "a window's \"is the ...\" phrase is offered as an answer as its \"is a ...\" "
                                   "one is (\"The flagship product is the Weaver-6 welding arm\": a name span stops at "
                                   "\"welding\")")
@@ -553,6 +556,18 @@ class ChainsRun:
                      max_tokens=cfg.max_tokens, seed=cfg.seed)
         answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
         record.extra["model_answer"] = answer
+        asked = [self.label(t) for t in topics]
+        # the question does not ask for what it says: once more, without its own words (a topic
+        # entity named with route ends to offer is `rank_answers`' to set aside: the first end answers)
+        echo = cfg.echo_retry and echoes(self.text, answer) and not (names and answer in asked)
+        others = [a for a in allowed if not echoes(self.text, a)] if echo else []
+        if others:
+            record.extra["echo"] = answer
+            parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
+                         user=cp.answer_user(self.text, evidence.facts, passages, facts_last=facts_last),
+                         schema=cp.answer_schema(others, offer), stage="answer_echo", temperature=0.0,
+                         max_tokens=cfg.max_tokens, seed=cfg.seed)
+            answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
         if answer == cp.NOT_FOUND:
             abstain(record, "the model found no answer in the documents")
             return
@@ -562,7 +577,6 @@ class ChainsRun:
         if cfg.date_grain and answer not in names and (dated := date_at_grain(self.text, answer, passages)) != answer:
             record.extra["date_grain"] = f"{answer} -> {dated}"  # the model's pick, at the asked grain
             answer = dated
-        asked = [self.label(t) for t in topics]
         record.prediction, record.predictions = rank_answers(answer, list(dict.fromkeys(names)), asked)
         in_kg = any(n == record.prediction for n in names)
         in_docs = any(record.prediction.lower() in p.lower() for p in passages)
@@ -577,5 +591,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )
