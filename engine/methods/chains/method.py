@@ -550,11 +550,15 @@ class ChainsRun:
         offer = not names and cfg.abstain
         facts_last = cfg.evidence_last == "facts" or self._names_last_step(chosen)
         record.extra["evidence_last"] = "facts" if facts_last else "passages"
-        parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
-                     user=cp.answer_user(self.text, evidence.facts, passages, facts_last=facts_last),
-                     schema=cp.answer_schema(allowed, offer), stage="answer", temperature=0.0,
-                     max_tokens=cfg.max_tokens, seed=cfg.seed)
-        answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
+        user = cp.answer_user(self.text, evidence.facts, passages, facts_last=facts_last)
+
+        def answer_among(options: list[str], stage: str) -> str:
+            parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
+                         user=user, schema=cp.answer_schema(options, offer), stage=stage, temperature=0.0,
+                         max_tokens=cfg.max_tokens, seed=cfg.seed)
+            return str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
+
+        answer = answer_among(allowed, "answer")
         record.extra["model_answer"] = answer
         asked = [self.label(t) for t in topics]
         # the question does not ask for what it says: once more, without its own words (a topic
@@ -563,11 +567,7 @@ class ChainsRun:
         others = [a for a in allowed if not echoes(self.text, a)] if echo else []
         if others:
             record.extra["echo"] = answer
-            parsed = ask(self.ctx.llm, record, system=cp.ANSWER_SYSTEM if offer else cp.ANSWER_ROUTE_SYSTEM,
-                         user=cp.answer_user(self.text, evidence.facts, passages, facts_last=facts_last),
-                         schema=cp.answer_schema(others, offer), stage="answer_echo", temperature=0.0,
-                         max_tokens=cfg.max_tokens, seed=cfg.seed)
-            answer = str(parsed.get("answer", "")) if isinstance(parsed, dict) else ""
+            answer = answer_among(others, "answer_echo")
         if answer == cp.NOT_FOUND:
             abstain(record, "the model found no answer in the documents")
             return

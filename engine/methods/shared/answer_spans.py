@@ -23,10 +23,12 @@ _MONTHS = ("January|February|March|April|May|June|July|August|September|October|
            "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
 _DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\.?\s+\d{{3,4}}|(?:{_MONTHS})\.?\s+\d{{1,2}},?\s+\d{{3,4}}"
                    rf"|(?:{_MONTHS})\.?\s+\d{{3,4}}|\d{{4}}-\d{{2}}-\d{{2}})\b")
-_UNITS = (r"%|percent|million|billion|thousand|km/h|mph|kph|km|kilometres|kilometers|miles|metres|meters|m|"
-          r"cm|mm|ft|feet|inches|kg|kilograms|lb|pounds|tonnes|tons|acres|hectares|ha|square \w+|"
-          r"years?|months?|days?|hours?|minutes?|people|inhabitants|seats|episodes|seasons|members|"
-          r"employees|students|copies|games|goals|points|floors|storeys|stories")
+# a figure's measure ("517 km", "12 percent"): a bare number the passages state only so is given so
+# (`stated_form`); counts and durations ("45 years") are units too, but left to the question
+_MEASURES = (r"%|percent|million|billion|km/h|mph|kph|km|kilometres|kilometers|miles|metres|meters|m|cm|mm|ft|"
+             r"feet|inches|kg|kilograms|lb|pounds|tonnes|tons|acres|hectares|ha")
+_UNITS = (rf"{_MEASURES}|thousand|square \w+|years?|months?|days?|hours?|minutes?|people|inhabitants|seats|"
+          r"episodes|seasons|members|employees|students|copies|games|goals|points|floors|storeys|stories")
 _NUMBER = re.compile(rf"(?<![\w.])(?:[$€£¥]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:{_UNITS}))?(?![\w])")
 # "about 700 km", "nearly 2,000 people": the qualifier is part of how a source states a figure
 _QUALIFIED = re.compile(rf"\b(?:about|approximately|around|nearly|almost|over|more than|less than|roughly|some|"
@@ -175,10 +177,6 @@ def date_at_grain(question: str, answer: str, passages: Sequence[str]) -> str:
     return answer
 
 
-# what a figure is stated with where the source never states it bare: a measure ("517 km", "12
-# percent") or an ordinal suffix ("8th"); counts and durations ("45 years") are left to the question
-_MEASURES = (r"%|percent|million|billion|km/h|mph|kph|km|kilometres|kilometers|miles|metres|meters|m|cm|mm|ft|"
-             r"feet|inches|kg|kilograms|lb|pounds|tonnes|tons|acres|hectares|ha")
 _BARE_NUMBER = re.compile(r"[$€£¥]?\d[\d,]*(?:\.\d+)?")
 
 
