@@ -568,3 +568,38 @@ def test_echo_retry_asks_once_more_without_the_question_s_own_words(demo_index: 
     assert [r.stage for r in llm.requests] == ["answer"] and "echo" not in record.extra
     record, llm = _run(demo_index, FOUNDER, lambda req: {"answer": "Norvale Motors"}, choose="top")
     assert "answer_echo" not in [r.stage for r in llm.requests] and record.prediction == "Oskar Thelling"
+
+
+def test_inverse_steps_read_a_step_up_as_the_inverse_relation_by_default(tmp_path: Path) -> None:
+    """`inverse_steps` (the default): a graph stating both `parents` and `children` for each
+    pair has them as each other's inverse, recorded; "the son of X's daughter" then reads a
+    reverse `parents` step as `children` going down, and the route down twice ranks first. Off,
+    a reverse step of either relation counts as naming "son", and a route that goes down, back
+    up to X and down again ranks first."""
+    from engine.methods.chains.method import ChainsRun
+    from index.build import build_index
+    from index.doc_options import DocOptions
+    from index.kg_stage import KgSource
+
+    family = [("Ada", "Bea"), ("Bea", "Cid"), ("Ada", "Dan"), ("Dan", "Eve"), ("Oma", "Ada"), ("Oma", "Ida")]
+    lines = [f"{p}\tchildren\t{c}\n{c}\tparents\t{p}\n" for p, c in family]
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("".join(lines), encoding="utf-8")
+    out = tmp_path / "index"
+    build_index(out, [KgSource(kb, "tsv")], [], doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
+    ctx = open_context(out, ScriptedLLM([]))
+    question = Question("q", "who is the son of [Ada] 's daughter", ["Cid"], topic_entities=["Ada"])
+
+    def first_route(**overrides: Any) -> tuple[ChainsRun, Chain]:
+        run = ChainsRun(question, ctx, resolve_config("chains", overrides))
+        shown = run.plan([ctx.linker.table.find("Ada")[0][0]])
+        return run, shown[0]
+
+    assert resolve_config("chains")["inverse_steps"] is True
+    on, best = first_route()
+    inverses = {ctx.kg.relation_label(a): ctx.kg.relation_label(b) for a, b in on.record.extra["inverse_relations"].items()}
+    assert inverses == {"children": "parents", "parents": "children"}
+    assert sorted(on.label(e) for e in best.ends) == ["Cid", "Eve"]  # down twice
+    off, climbed = first_route(inverse_steps=False)
+    assert "inverse_relations" not in off.record.extra
+    assert sorted(off.label(e) for e in climbed.ends) == ["Bea", "Dan"]  # down, up to Ada, down again

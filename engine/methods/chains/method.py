@@ -180,8 +180,9 @@ class ChainsConfig(MethodConfig):
     kin_terms: bool = option(_D.kin_terms, "a relation labelled by a general kin noun is also named by its gendered and "
                              "informal nouns (\"son\" and \"daughter\" name `children`, \"husband\" `spouse`; "
                              "English kin nouns in `word_forms`)")
-    inverse_steps: bool = option(False, "the scorer reads a reverse step of a relation whose inverse the question "
-                                 "subgraph holds as a forward step of that inverse (parents (reverse) is children)")
+    inverse_steps: bool = option(True, "the scorer reads a reverse step of a relation whose inverse the question "
+                                 "subgraph holds as a forward step of that inverse (parents (reverse) is children; "
+                                 "ours)")
     doc_steps: int = option(20, "a step through the documents: the entities whose documents name a topic entity "
                             "(of its best `doc_steps` sparse-search passages) join the question subgraph, linked "
                             "to it by a `mentions` step (0: off)", low=0)
