@@ -441,23 +441,30 @@ def test_window_spans_that_the_graph_holds_off_the_route_are_withheld(demo_index
     assert set(strict) - graph  # what the reports say beyond the graph stays
 
 
-def _half_kb_index(tmp_path: Path) -> Path:
-    """A graph that lost a fact (Duel written by Richard Matheson) which a document still states."""
+def _tsv_index(tmp_path: Path, triples: str, docs: str = "") -> Path:
+    """An index of a hand-made TSV graph and, where given, JSONL documents."""
     from index.build import build_index
     from index.doc_options import DocOptions, DocSource
     from index.kg_stage import KgSource
 
     kb = tmp_path / "kb.tsv"
-    kb.write_text("I Am Legend\twritten_by\tRichard Matheson\nI Am Legend\thas_genre\tHorror\n"
-                  "Duel\thas_genre\tThriller\nDuel\tdirected_by\tSteven Spielberg\n"
-                  "Jaws\tdirected_by\tSteven Spielberg\n", encoding="utf-8")
-    docs = tmp_path / "docs.jsonl"
-    docs.write_text('{"id": "d1", "title": "Duel", "text": "Duel written by Richard Matheson. Duel is a road film."}\n'
-                    '{"id": "d2", "title": "Jaws", "text": "Jaws is a film about a shark."}\n', encoding="utf-8")
+    kb.write_text(triples, encoding="utf-8")
+    sources = []
+    if docs:
+        (tmp_path / "docs.jsonl").write_text(docs, encoding="utf-8")
+        sources = [DocSource(tmp_path / "docs.jsonl", "jsonl", "wiki")]
     out = tmp_path / "index"
-    build_index(out, [KgSource(kb, "tsv")], [DocSource(docs, "jsonl", "wiki")],
-                doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
+    build_index(out, [KgSource(kb, "tsv")], sources, doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
     return out
+
+
+def _half_kb_index(tmp_path: Path) -> Path:
+    """A graph that lost a fact (Duel written by Richard Matheson) which a document still states."""
+    return _tsv_index(tmp_path, "I Am Legend\twritten_by\tRichard Matheson\nI Am Legend\thas_genre\tHorror\n"
+                                "Duel\thas_genre\tThriller\nDuel\tdirected_by\tSteven Spielberg\n"
+                                "Jaws\tdirected_by\tSteven Spielberg\n",
+                      '{"id": "d1", "title": "Duel", "text": "Duel written by Richard Matheson. Duel is a road film."}\n'
+                      '{"id": "d2", "title": "Jaws", "text": "Jaws is a film about a shark."}\n')
 
 
 def test_doc_steps_reach_what_only_a_document_states(tmp_path: Path) -> None:
@@ -577,17 +584,10 @@ def test_inverse_steps_read_a_step_up_as_the_inverse_relation_by_default(tmp_pat
     a reverse step of either relation counts as naming "son", and a route that goes down, back
     up to X and down again ranks first."""
     from engine.methods.chains.method import ChainsRun
-    from index.build import build_index
-    from index.doc_options import DocOptions
-    from index.kg_stage import KgSource
 
     family = [("Ada", "Bea"), ("Bea", "Cid"), ("Ada", "Dan"), ("Dan", "Eve"), ("Oma", "Ada"), ("Oma", "Ida")]
-    lines = [f"{p}\tchildren\t{c}\n{c}\tparents\t{p}\n" for p, c in family]
-    kb = tmp_path / "kb.tsv"
-    kb.write_text("".join(lines), encoding="utf-8")
-    out = tmp_path / "index"
-    build_index(out, [KgSource(kb, "tsv")], [], doc_options=DocOptions(entity_vectors=False, faiss_kind="flat"))
-    ctx = open_context(out, ScriptedLLM([]))
+    ctx = open_context(_tsv_index(tmp_path, "".join(f"{p}\tchildren\t{c}\n{c}\tparents\t{p}\n" for p, c in family)),
+                       ScriptedLLM([]))
     question = Question("q", "who is the son of [Ada] 's daughter", ["Cid"], topic_entities=["Ada"])
 
     def first_route(**overrides: Any) -> tuple[ChainsRun, Chain]:
