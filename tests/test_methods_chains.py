@@ -603,3 +603,25 @@ def test_inverse_steps_read_a_step_up_as_the_inverse_relation_by_default(tmp_pat
     off, climbed = first_route(inverse_steps=False)
     assert "inverse_relations" not in off.record.extra
     assert sorted(off.label(e) for e in climbed.ends) == ["Bea", "Dan"]  # down, up to Ada, down again
+
+
+def test_unnamed_hops_keep_a_question_that_names_no_relation_to_one_step(tmp_path: Path) -> None:
+    """`unnamed_hops` (the default): "what films are about X" names no relation of the graph, so
+    every step beyond the first costs more, and the route to the films tagged X (one step) ranks
+    first. Off, the class noun "films" is as close to `has genre` as to anything, and a second
+    step to the films' genres ranks first."""
+    from engine.methods.chains.method import ChainsRun
+
+    triples = ("MASH\thas_tags\tkorean war\nMASH\thas_genre\tComedy\nMASH\thas_genre\tWar\n"
+               "Toko-Ri\thas_tags\tkorean war\nToko-Ri\thas_genre\tWar\nToko-Ri\tstarred_actors\tWilliam Holden\n")
+    ctx = open_context(_tsv_index(tmp_path, triples), ScriptedLLM([]))
+    question = Question("q", "what films are about [korean war]", ["MASH", "Toko-Ri"], topic_entities=["korean war"])
+
+    def first_ends(**overrides: Any) -> list[str]:
+        run = ChainsRun(question, ctx, resolve_config("chains", overrides))
+        shown = run.plan([ctx.linker.table.find("korean war")[0][0]])
+        return sorted(run.label(e) for e in shown[0].ends)
+
+    assert resolve_config("chains")["unnamed_hops"] > 0
+    assert first_ends() == ["MASH", "Toko-Ri"]
+    assert first_ends(unnamed_hops=0.0) != ["MASH", "Toko-Ri"]

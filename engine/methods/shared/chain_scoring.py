@@ -100,7 +100,12 @@ class ChainScorer:
 
     A step beyond the first costs `hop_penalty`, and a chain through a large set (a release year
     shared by 900 films) `hub_penalty` per tenfold size: a longer or vaguer chain must earn its
-    place."""
+    place. Where the question names no relation of the subgraph (no relation word, no mention by
+    meaning) and says no "the same N" (there and back), a step beyond the first also costs
+    `unnamed_hops` (1.0 in `chains`, off in `DEFAULT_WEIGHTS`): with nothing named, only the
+    dense terms tell chains apart, and they favour a step into the class noun's domain ("what
+    films are about X": the films tagged X, then their genres, "films" being as close to `has
+    genre`)."""
 
     def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
                  weights: ScoreWeights, label: Any = None, relations: Sequence[str] = (),
@@ -167,13 +172,16 @@ class ChainScorer:
         kinds = (self._similarity(self.asked, [self._end_text(c) for c in chains])
                  if self.asked and w.asked_type else [0.0] * len(chains))
         result = []
+        # the question names no relation, nor asks for one there and back ("the same movie")
+        silent = not self.meaning_words and not self.relation_words and not _SAME.search(self.query.lower())
         for c, s, a, b, k in zip(chains, scores, last, first, kinds, strict=True):
             widest = max((len(x) for x in c.sets[1:-1]), default=1)
             result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
                           + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
                           - w.unnamed_step * self._unnamed(c) + w.step_direction * self._direction(c)
-                          - w.hop_penalty * (c.hops - 1) - w.hub_penalty * math.log10(max(widest, 1)))
+                          - (w.hop_penalty + (w.unnamed_hops if silent else 0.0)) * (c.hops - 1)
+                          - w.hub_penalty * math.log10(max(widest, 1)))
         return result
 
     def _read(self, chain: Chain) -> Chain:
@@ -435,6 +443,7 @@ class ScoreWeights:
     kin_terms: bool = False
     same_twice: bool = False
     kind_once: bool = False
+    unnamed_hops: float = 0.0
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -448,7 +457,7 @@ class ScoreWeights:
                    unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns),
                    converse_nouns=bool(config.converse_nouns), step_direction=float(config.step_direction),
                    kin_terms=bool(config.kin_terms), same_twice=bool(config.same_twice),
-                   kind_once=bool(config.kind_once))
+                   kind_once=bool(config.kind_once), unnamed_hops=float(config.unnamed_hops))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
