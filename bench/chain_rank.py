@@ -14,8 +14,9 @@ The chains are the graph's own: `doc_steps` (the method's step through the docum
 default) is off unless `--set doc_steps=N` is given. The scorer is the one before `kind_nouns`,
 `converse_nouns`, `step_direction`, `kin_terms` and `same_twice` (on by default since) unless `--set
 kind_nouns=true` / `--set converse_nouns=true` / `--set step_direction=0.3` / `--set kin_terms=true` /
-`--set same_twice=true` (and `kind_once`, likewise: `--set kind_once=true`)
-is given, so the counts checked in keep what they measured.
+`--set same_twice=true` (and `kind_once`, `inverse_steps` and `unnamed_hops`, likewise: `--set
+kind_once=true`, `--set inverse_steps=true`, `--set unnamed_hops=1.0`) is given, so the counts
+checked in keep what they measured.
 
 With `--json FILE` the counts are also added to FILE under `seed N` / the set (`metaqa-1-hop`,
 `pq-3h`, `demo`) / the scorer (`SCORERS`: the named variants of bench/chain_rank_md.sh, else the
@@ -41,6 +42,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The scorers of bench/chain_rank_md.sh and bench/chain_rank_meaning_md.sh by their settings, and
 # the names the JSON keeps them under. "default" is the default before `meaning_cover` (its
 # runs pin `meaning_cover=0`); the default since is "meaning_cover", with or without the setting.
+# the `chains` defaults since `inverse_steps` (the options this module pins otherwise, set as the method has them)
+_DEFAULTS = ("doc_steps=20", "kind_nouns=true", "converse_nouns=true", "step_direction=0.3", "kin_terms=true",
+             "same_twice=true", "kind_once=true", "inverse_steps=true")
 SCORERS = {
     frozenset({"asked_type=0", "word_overlap=0", "relation_cover=0", "relation_order=0", "meaning_cover=0"}): "no_terms",
     frozenset({"relation_cover=0", "relation_order=0", "meaning_cover=0"}): "asked_type+word_overlap",
@@ -48,6 +52,9 @@ SCORERS = {
     frozenset({"meaning_cover=0"}): "default",
     frozenset(): "meaning_cover",
     frozenset({"meaning_cover=0.5"}): "meaning_cover",
+    # bench/chain_rank_unnamed_md.sh: the method's defaults with and without `unnamed_hops`
+    frozenset({*_DEFAULTS, "unnamed_hops=0"}): "before_unnamed_hops",
+    frozenset({*_DEFAULTS, "unnamed_hops=1.0"}): "unnamed_hops",
 }
 RANKS = ("1", "2-5", "6+", "none")
 
@@ -114,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     from engine.runs.context import open_context
 
     # the graph's own chains (`doc_steps`, on by default in the method, only when set here) and the
-    # scorer before `kind_nouns`, `converse_nouns`, `step_direction`, `kin_terms` and `same_twice` (likewise), so the counts of
+    # scorer before `kind_nouns`, `converse_nouns`, `step_direction`, `kin_terms`, `same_twice`, `kind_once`,
+    # `inverse_steps` and `unnamed_hops` (likewise), so the counts of
     # bench/results/chain_rank.json keep what they measured
     keys = {s.split("=")[0].removeprefix("chains.") for s in args.settings}
     pinned = [f"{k}={v}" for k, v in (("doc_steps", 0), ("kind_nouns", "false"), ("converse_nouns", "false"),
                                       ("step_direction", 0), ("kin_terms", "false"), ("same_twice", "false"),
-                                      ("kind_once", "false"))
+                                      ("kind_once", "false"), ("inverse_steps", "false"), ("unnamed_hops", 0))
               if k not in keys]
     config = method_configs(["chains"], [*pinned, *args.settings])["chains"]
     questions = select_questions(read_questions(args.questions, args.format), sample=args.sample, seed=args.seed)

@@ -162,6 +162,10 @@ class ChainScorer:
             if named is not None:
                 self.meaning_words.append(named)
         self.named_relations = {r for _, names in self.meaning_words for r in names}
+        # `unnamed_hops`: the question names no relation (by word form or meaning), nor asks for one
+        # there and back ("the same movie")
+        self.names_none = bool(weights.unnamed_hops) and not self.relation_words \
+            and not self.question_relations() and not _SAME.search(query.lower())
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
@@ -172,15 +176,13 @@ class ChainScorer:
         kinds = (self._similarity(self.asked, [self._end_text(c) for c in chains])
                  if self.asked and w.asked_type else [0.0] * len(chains))
         result = []
-        # the question names no relation, nor asks for one there and back ("the same movie")
-        silent = not self.meaning_words and not self.relation_words and not _SAME.search(self.query.lower())
         for c, s, a, b, k in zip(chains, scores, last, first, kinds, strict=True):
             widest = max((len(x) for x in c.sets[1:-1]), default=1)
             result.append(s + w.last_step * a + w.first_step * b + w.asked_type * k
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
                           + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
                           - w.unnamed_step * self._unnamed(c) + w.step_direction * self._direction(c)
-                          - (w.hop_penalty + (w.unnamed_hops if silent else 0.0)) * (c.hops - 1)
+                          - (w.hop_penalty + (w.unnamed_hops if self.names_none else 0.0)) * (c.hops - 1)
                           - w.hub_penalty * math.log10(max(widest, 1)))
         return result
 
