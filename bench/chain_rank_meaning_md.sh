@@ -8,9 +8,7 @@
 # the one before, too), which docs/methods/chains.md's table reads.
 set -e
 cd "$(dirname "$0")/.."
-S=../shared/data
 out=bench/results/CHAIN-RANK-MEANING.md
-json=bench/results/chain_rank.json
 M="--set meaning_cover=0.5"
 D="--set meaning_cover=0"  # the default before meaning_cover
 . bench/chain_rank_jobs.sh

@@ -9,9 +9,7 @@
 # `inverse_steps=true`), which docs/methods/chains.md's table reads.
 set -e
 cd "$(dirname "$0")/.."
-S=../shared/data
 out=bench/results/CHAIN-RANK-OPTIONS.md
-json=bench/results/chain_rank.json
 . bench/chain_rank_jobs.sh
 rm -f $out.a $out.b $json.a $json.b
 { for seed in 0 1 2 3; do echo "## unnamed_step=0.8, seed $seed"; echo

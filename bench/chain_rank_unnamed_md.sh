@@ -7,9 +7,7 @@
 # `unnamed_hops`), which docs/methods/chains.md's table reads.
 set -e
 cd "$(dirname "$0")/.."
-S=../shared/data
 out=bench/results/CHAIN-RANK-UNNAMED.md
-json=bench/results/chain_rank.json
 . bench/chain_rank_jobs.sh
 D="--set doc_steps=20 --set kind_nouns=true --set converse_nouns=true --set step_direction=0.3 --set kin_terms=true --set same_twice=true --set kind_once=true --set inverse_steps=true"
 rm -f $out.a $out.b $json.a $json.b
