@@ -625,3 +625,19 @@ def test_unnamed_hops_keep_a_question_that_names_no_relation_to_one_step(tmp_pat
     assert resolve_config("chains")["unnamed_hops"] > 0
     assert first_ends() == ["MASH", "Toko-Ri"]
     assert first_ends(unnamed_hops=0.0) != ["MASH", "Toko-Ri"]
+
+
+def test_a_question_naming_no_relation_reads_the_topics_report_where_its_route_has_none(demo_index: Path) -> None:
+    """`unnamed_hops`: "who is the chief executive of X" names no relation of the demo's graph; its
+    route (choose=top) reaches a person without a document, so the windows come from X's own
+    report, which names the chief executive, and the answer call is offered that name. With
+    `unnamed_hops=0` the route goes on to another company, and its report's windows do not hold it."""
+    chief = Question("d", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"],
+                     topic_entities=["Norvale Motors"])
+    record, _ = _run(demo_index, chief, _choose("", "Leontine Marsh"), choose="top")
+    titles = {t for p in record.paths if p.source != "kg" for t in p.titles}
+    assert titles == {"Norvale Motors"}
+    assert record.prediction == "Leontine Marsh"
+    before, _ = _run(demo_index, chief, _choose("", "Leontine Marsh"), choose="top", unnamed_hops=0.0)
+    assert "Norvale Motors" not in {t for p in before.paths if p.source != "kg" for t in p.titles}
+    assert before.prediction != "Leontine Marsh"

@@ -474,7 +474,10 @@ class ChainsRun:
         """The best `windows` sentence windows of the documents of the entities along the chosen
         route (no route: of the topic entities' documents and the question's own best passages),
         by cosine to the question with the topic entities masked: the topic's own report names
-        its own chief executive, which is not what "the chief executive of its supplier" asks."""
+        its own chief executive, which is not what "the chief executive of its supplier" asks.
+        Where the question names no relation (`unnamed_hops`) and the route's entities have no
+        documents, the topic entities' documents are read: "who is the chief executive of X" names
+        nothing of the graph, and its route to X's founder reaches a person without a document."""
         cfg = self.config
         if cfg.windows <= 0 or self.docs is None:
             return []
@@ -484,6 +487,13 @@ class ChainsRun:
             for entity in readers or topics:
                 for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
                     chunks.setdefault(chunk.chunk_id, chunk)
+            if not chunks and readers and self.scorer is not None and self.scorer.names_none:
+                # the question names no relation and the route's entities have no documents: what it
+                # asks may be a fact of the topic that only the topic's own report states ("who is the
+                # chief executive of X": the route to X's founder, a person without a document)
+                for entity in topics:
+                    for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
+                        chunks.setdefault(chunk.chunk_id, chunk)
             if searched and cfg.question_passages > 0:
                 for hit in search_passages(docs, self.text, cfg.question_passages):
                     chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
