@@ -484,16 +484,18 @@ class ChainsRun:
         docs = self.docs
         with timed(self.record, "retrieval"):
             chunks: dict[str, Any] = {}  # chunk id -> ChunkRecord
-            for entity in readers or topics:
-                for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
-                    chunks.setdefault(chunk.chunk_id, chunk)
+
+            def read(entities: list[str]) -> None:
+                for entity in entities:
+                    for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
+                        chunks.setdefault(chunk.chunk_id, chunk)
+
+            read(readers or topics)
             if not chunks and readers and self.scorer is not None and self.scorer.names_none:
                 # the question names no relation and the route's entities have no documents: what it
                 # asks may be a fact of the topic that only the topic's own report states ("who is the
                 # chief executive of X": the route to X's founder, a person without a document)
-                for entity in topics:
-                    for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
-                        chunks.setdefault(chunk.chunk_id, chunk)
+                read(topics)
             if searched and cfg.question_passages > 0:
                 for hit in search_passages(docs, self.text, cfg.question_passages):
                     chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
