@@ -55,6 +55,10 @@ SCORERS = {
     # bench/chain_rank_unnamed_md.sh: the method's defaults with and without `unnamed_hops`
     frozenset({*_DEFAULTS, "unnamed_hops=0"}): "before_unnamed_hops",
     frozenset({*_DEFAULTS, "unnamed_hops=1.0"}): "unnamed_hops",
+    # bench/chain_rank_offered_md.sh: the defaults since `unnamed_hops`, alone and with each option offered
+    frozenset({*_DEFAULTS, "unnamed_hops=1.0"}) | {"repeat_mentions=true"}: "repeat_mentions",
+    frozenset({*_DEFAULTS, "unnamed_hops=1.0"}) | {"reverse_words=true"}: "reverse_words",
+    frozenset({*_DEFAULTS, "unnamed_hops=1.0"}) | {"doc_words=1.0"}: "doc_words",
 }
 RANKS = ("1", "2-5", "6+", "none")
 

@@ -628,6 +628,65 @@ def test_unnamed_hops_keep_a_question_that_names_no_relation_to_one_step(tmp_pat
     assert first_ends(unnamed_hops=0.0) != ["MASH", "Toko-Ri"]
 
 
+def test_repeat_mentions_count_a_kin_noun_said_twice_as_two_mentions() -> None:
+    """`repeat_mentions` (offered, off by default): "the child of kid of X 's parent" names `children` twice
+    (two steps) and `parents` once; "place of birth" stays one mention of its relation (two
+    words of one label). Off, "child of kid" was one mention, as "place of birth" is."""
+    from dataclasses import replace
+
+    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
+
+    relations = ["children", "parents", "place_of_birth"]
+
+    def mentions(question: str, on: bool) -> list[str]:
+        weights = replace(CHAINS_WEIGHTS, repeat_mentions=on)
+        scorer = ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
+        return [words for words, _ in scorer.meaning_words]
+
+    assert resolve_config("chains")["repeat_mentions"] is False  # offered, off by default
+    assert mentions("what is the child of kid of X 's parent ?", True) == ["child", "kid", "parent"]
+    assert mentions("what is the child of kid of X 's parent ?", False) == ["child kid", "parent"]
+    assert mentions("what is the place of birth of X 's son ?", True) == ["place birth", "son"]
+
+
+def test_reverse_words_read_a_reverse_step_as_what_has_the_relation() -> None:
+    """`reverse_words` (offered, off by default): the whole-chain cosine reads `written by
+    (reverse)` as "things written by it", as `asked_type` reads an end set; a forward step and
+    the chain's later steps read as before."""
+    from dataclasses import replace
+
+    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
+
+    chain = Chain("Alvin", (("written_by", "in"), ("starred_actors", "out")), [["Alvin"], ["Film"], ["Lionel"]])
+
+    def text(on: bool) -> str:
+        scorer = ChainScorer("lexical", "what movies was X the writer of", lambda r: r.replace("_", " "), None,
+                             replace(CHAINS_WEIGHTS, reverse_words=on), relations=["written_by", "starred_actors"])
+        return scorer._chain_text(chain)
+
+    assert resolve_config("chains")["reverse_words"] is False
+    assert text(True) == "things written by it, then starred actors"
+    assert text(False) == "written by (reverse), then starred actors"
+
+
+def test_doc_words_keep_a_route_to_the_step_the_question_names(demo_index: Path) -> None:
+    """`doc_words` (offered, off by default): "which company did X complete a bulk transaction
+    with" names one relation; its other word, "complete", names none and is a word of X's own
+    report ("it has also completed a bulk transaction with ..."), so it excuses no second step and
+    the route ends at the company X traded with. Off, a longer route ranks first (to X's
+    customer, its own trading partner, then that one's founding year)."""
+    question = Question("d", "Which company did Kestrel Cell Works complete a bulk transaction with?",
+                        ["Skarvik Hydrogen Ventures"], topic_entities=["Kestrel Cell Works"])
+
+    def first_route(**overrides: Any) -> str:
+        record, _ = _run(demo_index, question, _choose("", "Skarvik Hydrogen Ventures"), choose="top", **overrides)
+        return str(record.extra["chains_shown"][0]["relations"])
+
+    assert resolve_config("chains")["doc_words"] == 0.0
+    assert first_route(doc_words=1.0) == "bulk transaction with"
+    assert first_route() == "supplier of, then bulk transaction with, then founded year"
+
+
 def test_a_question_naming_no_relation_reads_the_topics_report_where_its_route_has_none(demo_index: Path) -> None:
     """`unnamed_hops`: "who is the chief executive of X" names no relation of the demo's graph; its
     route (choose=top) reaches a person without a document, so the windows come from X's own

@@ -88,7 +88,7 @@ from engine.methods.shared.labels import display_text, entity_text
 from engine.methods.shared.question_shape import described_phrase
 from engine.methods.shared.relation_inverses import inverse_relations
 from engine.methods.shared.topics import linked_or_searched
-from engine.methods.shared.word_forms import word_form, word_list
+from engine.methods.shared.word_forms import word_form, word_list, word_stems
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord, Question
 from ingest.base.errors import LocalkgError
@@ -103,6 +103,7 @@ CHOOSERS = ("llm", "top", "answer")
 MENTIONED = "localkg:mentions"
 SCORERS = ("dense", "lexical")
 _SOURCES = ("wiki", "web", "domain")
+_STATED_CHUNKS = 20  # `doc_words`: the topic documents' chunks read for their words
 
 EVIDENCE_LAST = ("facts", "named")
 _W = {"low": 0.0, "high": 2.0}  # the scorer's weights
@@ -184,6 +185,14 @@ class ChainsConfig(MethodConfig):
                                  "relation of the question subgraph, by word form or meaning, and asks for none there "
                                  "and back (\"the same N\"): the fewest steps then (\"what films are about X\"; ours)",
                                  **_W)
+    repeat_mentions: bool = option(False, "meaning_cover: neighbouring words that name a relation's label as a whole are "
+                                   "a mention each (\"the child of kid of X\" names `children` twice), different words "
+                                   "of its label one mention (\"place of birth\"; ours)")
+    doc_words: float = option(0.0, "weight: where question words that name no relation are words of the topic's own "
+                              "documents (\"the chief executive of ...\"), each step no question word names costs "
+                              "this, excused only by the other such words (ours)", **_W)
+    reverse_words: bool = option(False, "the whole-chain cosine reads a reverse step as what has the relation "
+                                 "(\"things written by it\", not \"written by (reverse)\"; ours)")
     inverse_steps: bool = option(True, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children; "
                                  "ours)")
@@ -297,7 +306,7 @@ class ChainsRun:
         if inverses:
             self.record.extra["inverse_relations"] = inverses
         scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
-                             self.label, relations, inverses)
+                             self.label, relations, inverses, stated=self._stated_words(topics))
         self.named_relations = scorer.question_relations() if cfg.evidence_last == "named" else set()
         self.scorer = scorer
         with timed(self.record, "chains"):
@@ -429,6 +438,12 @@ class ChainsRun:
                 chunk_ids=[window.chunk_id], titles=[window.title],  # the source's words only
                 score_kind="cosine to the question"))
         return Evidence(facts, windows)
+
+    def _stated_words(self, topics: list[str]) -> set[str]:
+        """`doc_words`: the word forms of the topic entities' own documents."""
+        if not self.config.doc_words or self.docs is None:
+            return set()
+        return {f for t in topics for chunk in self.docs.chunks_of(t, _STATED_CHUNKS) for f in word_stems(chunk.text)}
 
     def _route_entities(self, chain: Chain) -> list[str]:
         """Every entity the route passes through, the last step's first: the answer may be a fact
@@ -608,5 +623,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -109,7 +109,7 @@ class ChainScorer:
 
     def __init__(self, kind: str, query: str, relation_label: Any, dense: DenseScorer | None,
                  weights: ScoreWeights, label: Any = None, relations: Sequence[str] = (),
-                 inverses: Mapping[str, str] | None = None) -> None:
+                 inverses: Mapping[str, str] | None = None, stated: set[str] | None = None) -> None:
         self.kind = kind if dense is not None else "lexical"
         self.inverses = dict(inverses or {})
         self.query = query
@@ -154,6 +154,7 @@ class ChainScorer:
         self.near_question_word = word_stems(" ".join(words[max(0, asks - 3):asks] + words[asks + 1:asks + 5])) \
             & said if asks is not None else set()
         self.silent_words: list[str] = []
+        self.stated = stated or set()  # `doc_words`: the word forms the topics' documents use
         self._relations = list(relations)
         self._meaning_read = bool(weights.meaning_cover or weights.unnamed_step)
         self.meaning_words = self._meaning_words(relations) if self._meaning_read else []
@@ -170,7 +171,7 @@ class ChainScorer:
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
         chains = [self._read(c) for c in chains] if self.inverses else chains
-        scores = self._similarity(self.query, [c.relation_words(label) for c in chains])
+        scores = self._similarity(self.query, [self._chain_text(c) for c in chains])
         last = self._similarity(self.head, [step_text(c.steps[-1], label) for c in chains])
         first = self._similarity(self.around, [step_text(c.steps[0], label) for c in chains])
         kinds = (self._similarity(self.asked, [self._end_text(c) for c in chains])
@@ -182,9 +183,21 @@ class ChainScorer:
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
                           + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
                           - w.unnamed_step * self._unnamed(c) + w.step_direction * self._direction(c)
+                          - w.doc_words * self._unstated(c)
                           - (w.hop_penalty + (w.unnamed_hops if self.names_none else 0.0)) * (c.hops - 1)
                           - w.hub_penalty * math.log10(max(widest, 1)))
         return result
+
+    def _chain_text(self, chain: Chain) -> str:
+        """The chain's relation words as the whole-chain cosine reads them; with `reverse_words`
+        a reverse step reads as what has the relation ("written by (reverse)" is "things written
+        by it"), as `_end_text` reads an end set."""
+        if not self.weights.reverse_words:
+            return chain.relation_words(self.relation_label)
+        def said(c: Chain) -> str:
+            return ", then ".join(self.relation_label(r) if d == "out" else f"things {self.relation_label(r)} it"
+                                  for r, d in c.steps)
+        return said(chain) + (f"; and also {said(chain.also)}" if chain.also is not None else "")
 
     def _read(self, chain: Chain) -> Chain:
         """The chain as the terms read it: a reverse step of a relation with an inverse
@@ -299,6 +312,11 @@ class ChainScorer:
                 continue
             # neighbours naming the same relation are one mention ("place of birth"), not two
             joined = all(t in ("of", "the") for t in tokens[last + 1:i]) and i - last <= 3
+            if joined and self.weights.repeat_mentions and mentions:
+                # `repeat_mentions`: two words are one mention only as different words of the
+                # label ("place of birth"), not as the label said twice ("the child of kid of X")
+                joined = any(not self._label_parts(tokens[last], r) & self._label_parts(w, r)
+                             for r in mentions[-1][1] & named[w])
             if mentions and named[w] and joined and mentions[-1][1] & named[w]:
                 mentions[-1] = (f"{mentions[-1][0]} {w}", mentions[-1][1] & named[w])
             elif named[w]:
@@ -338,6 +356,10 @@ class ChainScorer:
         stand for a relation the scorer cannot place. A question that names no relation (a
         documents-only index's `mentions` graph) costs nothing: the term cannot tell its chains
         apart, and `hop_penalty` already weighs their length."""
+        return max(0, self._unnamed_steps(chain) - len(self.silent_words))
+
+    def _unnamed_steps(self, chain: Chain) -> int:
+        """The chain's steps that no mention of the question answers for (`_unnamed`, not excused)."""
         if not self.named_relations:
             return 0
         free = [names for _, names in self.meaning_words]
@@ -348,7 +370,19 @@ class ChainScorer:
                 unnamed += 1
             else:
                 free.pop(hit)
-        return max(0, unnamed - len(self.silent_words))
+        return unnamed
+
+    def _unstated(self, chain: Chain) -> int:
+        """`doc_words`: where some of the question's words that name no relation (`silent_words`)
+        are words the topics' documents use ("the chief executive of ...", "the flagship product
+        of ...": every company report states one), those words ask for what the documents state,
+        not for a step of the graph: only the other silent words excuse an unnamed step."""
+        if not self.stated:
+            return 0
+        stated = [w for w in self.silent_words if word_form(w) in self.stated]
+        if not stated:
+            return 0
+        return max(0, self._unnamed_steps(chain) - (len(self.silent_words) - len(stated)))
 
     def _direction(self, chain: Chain) -> float:
         """`step_direction`: 1 where the chain's first step goes the way the question's grammar
@@ -388,15 +422,30 @@ class ChainScorer:
 
     def _relation_forms(self, relation: str) -> set[str]:
         if relation not in self._forms:
-            forms = word_stems(self.relation_label(relation))
-            if self.weights.converse_nouns:
-                for other_side in [converse_forms(f) for f in forms]:
-                    if not any(same_word(c, d) for c in other_side for d in self._direct):
-                        forms |= other_side
+            self._forms[relation] = set().union(*self._part_forms(relation))
+        return self._forms[relation]
+
+    def _part_forms(self, relation: str) -> list[set[str]]:
+        """The forms that name each content word of the relation's label: its own form, its
+        converse nouns' (`converse_nouns`) and its kin nouns' (`kin_terms`)."""
+        parts = []
+        for form in word_list(self.relation_label(relation)):
+            forms = {form}
+            other_side = converse_forms(form) if self.weights.converse_nouns else frozenset()
+            if not any(same_word(c, d) for c in other_side for d in self._direct):
+                forms |= other_side
             if self.weights.kin_terms:  # "son" and "daughter" name `children`, "husband" `spouse`
                 forms |= set().union(*(kin_forms(f) for f in forms))
-            self._forms[relation] = forms
-        return self._forms[relation]
+            parts.append(forms)
+        return parts
+
+    def _label_parts(self, word: str, relation: str) -> set[int]:
+        """The positions of the label's content words that `word` names by form; every position
+        where it names the relation by meaning only (the whole label)."""
+        parts = self._part_forms(relation)
+        form = word_form(word)
+        hit = {k for k, forms in enumerate(parts) if any(same_word(form, f) for f in forms)}
+        return hit or set(range(len(parts)))
 
     def _cover(self, chain: Chain) -> float:
         if not self.relation_words:
@@ -446,6 +495,9 @@ class ScoreWeights:
     same_twice: bool = False
     kind_once: bool = False
     unnamed_hops: float = 0.0
+    repeat_mentions: bool = False
+    reverse_words: bool = False
+    doc_words: float = 0.0
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -459,7 +511,9 @@ class ScoreWeights:
                    unnamed_step=float(config.unnamed_step), kind_nouns=bool(config.kind_nouns),
                    converse_nouns=bool(config.converse_nouns), step_direction=float(config.step_direction),
                    kin_terms=bool(config.kin_terms), same_twice=bool(config.same_twice),
-                   kind_once=bool(config.kind_once), unnamed_hops=float(config.unnamed_hops))
+                   kind_once=bool(config.kind_once), unnamed_hops=float(config.unnamed_hops),
+                   repeat_mentions=bool(config.repeat_mentions),
+                   reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
