@@ -95,6 +95,12 @@ class ChainScorer:
     kin noun is also named by its gendered and informal nouns (`word_forms.kin_forms`: "son" and
     "daughter" name `children`, "husband" `spouse`), for every word term.
 
+    Offered, off by default (ours): `repeat_mentions` makes neighbouring words that each name a
+    relation's whole label a mention each ("the child of kid of X" names `children` twice);
+    `reverse_words` makes the whole-chain cosine read a reverse step as "things <label> it"
+    (`_chain_text`); `doc_words` weighs the unnamed steps of a question whose silent words are words
+    of the topic's own documents (`_unstated`: "the chief executive of ..." asks the report).
+
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
 
