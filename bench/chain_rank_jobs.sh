@@ -1,8 +1,9 @@
-# Sourced by bench/chain_rank_meaning_md.sh and bench/chain_rank_options_md.sh: each runs two jobs
-# of bench.chain_rank at once, writing $out.a / $out.b and their counts to $json.a / $json.b.
-# Needs $out (the results page) set; sets $S (the shared data) and $json (bench/results/chain_rank.json).
+# Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered}_md.sh): each runs
+# jobs of bench.chain_rank, writing $out.a / $out.b and their counts to $json.a / $json.b (cleared when
+# sourced). Needs $out (the results page) set; sets $S (the shared data) and $json (bench/results/chain_rank.json).
 S=../shared/data
 json=bench/results/chain_rank.json
+rm -f "$out.a" "$out.b" "$json.a" "$json.b"  # what a stopped run left
 
 run() {  # $1: the JSON file this job writes; then bench.chain_rank's arguments
   local part=$1; shift

@@ -17,7 +17,6 @@ sets() {  # $1 the job's JSON file, $2 seed, then the scorers
   for h in 1 2 3; do for v in "$@"; do run "$part" --index data/indexes/metaqa --questions $S/metaqa/questions/$h-hop/qa_dev.txt --seed $seed $v; done; done
   for v in "$@"; do run "$part" --index data/indexes/pq3h --questions $S/pathquestion/PQ-3H.txt --seed $seed $v; done
 }
-rm -f $out.a $out.b $json.a $json.b
 { for seed in 0 1 2; do echo "## Seed $seed"; echo; sets $json.a $seed "$M"; done; } > $out.a &
 { echo "## Seed 3 (fresh)"; echo; sets $json.b 3 "$D" "$M"; } > $out.b &
 wait

@@ -11,7 +11,6 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-OPTIONS.md
 . bench/chain_rank_jobs.sh
-rm -f $out.a $out.b $json.a $json.b
 { for seed in 0 1 2 3; do echo "## unnamed_step=0.8, seed $seed"; echo
   for h in 1 2 3; do run $json.a --index data/indexes/metaqa --questions $S/metaqa/questions/$h-hop/qa_dev.txt --seed $seed --set unnamed_step=0.8; done
 done; } > $out.a &

@@ -130,6 +130,7 @@ class ChainScorer:
         self.dense = dense
         self.weights = weights
         self._forms: dict[str, set[str]] = {}  # relation -> the word forms of its label, computed once
+        self._parts: dict[str, list[set[str]]] = {}  # relation -> the forms of each label word (`_part_forms`)
         self._directions: dict[str, str | None] = {}  # relation -> `_expected_direction`, once
         self._mention = mention_words(query)  # `step_direction` reads the words before the mention
         # `converse_nouns`: the forms the relations' labels say themselves; the converse nouns of a
@@ -433,7 +434,9 @@ class ChainScorer:
 
     def _part_forms(self, relation: str) -> list[set[str]]:
         """The forms that name each content word of the relation's label: its own form, its
-        converse nouns' (`converse_nouns`) and its kin nouns' (`kin_terms`)."""
+        converse nouns' (`converse_nouns`) and its kin nouns' (`kin_terms`); computed once."""
+        if relation in self._parts:
+            return self._parts[relation]
         parts = []
         for form in word_list(self.relation_label(relation)):
             forms = {form}
@@ -443,6 +446,7 @@ class ChainScorer:
             if self.weights.kin_terms:  # "son" and "daughter" name `children`, "husband" `spouse`
                 forms |= set().union(*(kin_forms(f) for f in forms))
             parts.append(forms)
+        self._parts[relation] = parts
         return parts
 
     def _label_parts(self, word: str, relation: str) -> set[int]:
