@@ -515,10 +515,39 @@ def test_kin_forms_are_the_gendered_and_informal_kin_nouns(general: str, kin: se
     assert bool(kin_forms(word_form(general))) == bool(kin)
 
 
-def _kin(question: str, on: bool) -> ChainScorer:
+@pytest.mark.parametrize(("general", "synonyms"), [
+    ("children", {"heir", "descendant", "progeny", "scion"}),
+    ("spouse", {"partner", "consort", "mate"}),
+    ("parents", set()),
+])
+def test_kin_synonyms_are_read_only_when_asked(general: str, synonyms: set[str]) -> None:
+    forms = {word_form(w) for w in synonyms}
+    assert kin_forms(word_form(general), synonyms=True) >= forms | kin_forms(word_form(general))
+    assert not kin_forms(word_form(general)) & forms
+
+
+def _kin(question: str, on: bool, synonyms: bool = False) -> ChainScorer:
     return ChainScorer("lexical", question, lambda r: r, None,
-                       ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, cover_counts=True, kin_terms=on),
+                       ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, cover_counts=True, kin_terms=on,
+                                    kin_synonyms=synonyms),
                        lambda e: e, RELATIONS)
+
+
+def test_a_kin_synonym_names_the_relation_of_its_general_noun() -> None:
+    question = "what is the place of birth of the heir of X"
+    assert _kin(question, True, synonyms=True).relation_words == ["birth", "heir", "plac"]
+    assert _kin(question, True).relation_words == ["birth", "plac"]
+
+
+def test_kin_synonyms_cover_the_step_through_the_heir() -> None:
+    # "the place of birth of X 's heir": Ann's child Bob, then his place of birth (Rome); without
+    # the option "heir" names nothing and Ann's own place of birth covers the whole question
+    def cover(synonyms: bool) -> dict[tuple[tuple[str, str], ...], float]:
+        scorer = _kin("what is the place of birth of X 's heir", True, synonyms)
+        return {c.steps: scorer._cover(c) for c in enumerate_chains(_sub(FAMILY, "Ann"), "Ann", 2, scorer=scorer)}
+    through, own = (("children", "out"), ("place of birth", "out")), (("place of birth", "out"),)
+    assert cover(True)[through] == 1.0 and cover(True)[own] == pytest.approx(2 / 3)
+    assert cover(False)[through] == cover(False)[own] == 1.0
 
 
 def test_a_gendered_kin_noun_names_the_relation_of_its_general_noun() -> None:

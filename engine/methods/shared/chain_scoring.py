@@ -93,7 +93,9 @@ class ChainScorer:
 
     With `kin_terms` (on in `chains`, off in `DEFAULT_WEIGHTS`) a relation labelled by a general
     kin noun is also named by its gendered and informal nouns (`word_forms.kin_forms`: "son" and
-    "daughter" name `children`, "husband" `spouse`), for every word term.
+    "daughter" name `children`, "husband" `spouse`), for every word term; with `kin_synonyms` (on in
+    `chains`, off in the weights `hydra` reads) also by its thesaurus synonyms ("heir" names
+    `children`, "consort" `spouse`).
 
     Offered, off by default (ours): `repeat_mentions` makes neighbouring words that each name a
     relation's whole label a mention each ("the child of kid of X" names `children` twice);
@@ -444,7 +446,7 @@ class ChainScorer:
             if not any(same_word(c, d) for c in other_side for d in self._direct):
                 forms |= other_side
             if self.weights.kin_terms:  # "son" and "daughter" name `children`, "husband" `spouse`
-                forms |= set().union(*(kin_forms(f) for f in forms))
+                forms |= set().union(*(kin_forms(f, self.weights.kin_synonyms) for f in forms))
             parts.append(forms)
         self._parts[relation] = parts
         return parts
@@ -508,6 +510,7 @@ class ScoreWeights:
     repeat_mentions: bool = False
     reverse_words: bool = False
     doc_words: float = 0.0
+    kin_synonyms: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -523,7 +526,8 @@ class ScoreWeights:
                    kin_terms=bool(config.kin_terms), same_twice=bool(config.same_twice),
                    kind_once=bool(config.kind_once), unnamed_hops=float(config.unnamed_hops),
                    repeat_mentions=bool(config.repeat_mentions),
-                   reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words))
+                   reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words),
+                   kin_synonyms=bool(config.kin_synonyms))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,

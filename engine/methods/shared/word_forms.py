@@ -102,12 +102,20 @@ _KIN = {
     "grandparent": ("grandfather", "grandmother", "grandpa", "grandma"),
 }
 _KIN_FORMS = {word_form(general): frozenset(word_form(w) for w in words) for general, words in _KIN.items()}
+# a general kin noun's synonyms as a thesaurus lists them, beyond its gendered and informal nouns:
+# "the heir of X" asks for a child of X, "X's consort" for a spouse (`chains`' `kin_synonyms`).
+# English lexicon (single words; idioms such as "other half" are not read), not a dataset's vocabulary
+_KIN_SYNONYMS = {"child": ("heir", "descendant", "progeny", "scion"), "spouse": ("partner", "consort", "mate")}
+_KIN_SYNONYM_FORMS = {word_form(general): frozenset(word_form(w) for w in words)
+                      for general, words in _KIN_SYNONYMS.items()}
 
 
-def kin_forms(form: str) -> frozenset[str]:
+def kin_forms(form: str, synonyms: bool = False) -> frozenset[str]:
     """The forms of the gendered and informal nouns of a general kin noun's form ("child" ->
-    {"son", "daught", "kid", "offspr"}); empty for any other word."""
-    return _KIN_FORMS.get(form, frozenset())
+    {"son", "daught", "kid", "offspr"}), with `synonyms` also its thesaurus synonyms ("heir",
+    "descendant", ...); empty for any other word."""
+    forms = _KIN_FORMS.get(form, frozenset())
+    return forms | _KIN_SYNONYM_FORMS.get(form, frozenset()) if synonyms else forms
 
 
 def same_word(a: str, b: str) -> bool:
