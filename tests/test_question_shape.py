@@ -585,3 +585,33 @@ def test_the_same_noun_asks_for_its_relation_there_and_back() -> None:
     assert best(True) == [(("starred actors", "out"), ("starred actors", "in"))]
     assert best(False) == [(("starred actors", "out"),)]  # "actor" said once: one step, the hop penalty decides
     assert _same("who starred in X", True).said_total == _same("who starred in X", False).said_total  # no "same"
+
+
+def _unasked(question: str, weight: float) -> ChainScorer:
+    return ChainScorer("lexical", question, lambda r: r, None,
+                       ScoreWeights(0.0, 0.0, 0.0, 0.0, relation_cover=1.0, cover_counts=True, meaning_cover=0.5,
+                                    kind_nouns=True, unasked_last=weight),
+                       lambda e: e, ["directed by", "written by", "starred actors", "has genre"])
+
+
+def test_unasked_last_costs_a_last_step_no_word_asks_for() -> None:
+    # "what movies was Pete the writer of": the films Pete wrote (Jaws, Deep); on to their actors,
+    # which no word asks for, costs the weight
+    def scores(weight: float) -> dict[tuple[tuple[str, str], ...], float]:
+        scorer = _unasked("what movies was X the writer of", weight)
+        return {c.steps: c.score for c in enumerate_chains(_sub(WROTE, "Pete"), "Pete", 2, scorer=scorer)}
+    wrote, actors = (("written by", "in"),), (("written by", "in"), ("starred actors", "out"))
+    on, off = scores(0.5), scores(0.0)
+    assert on[wrote] == off[wrote]
+    assert on[actors] == pytest.approx(off[actors] - 0.5)
+
+
+@pytest.mark.parametrize("question", [
+    "what types are the movies written by X",  # a classifier noun asks for a relation it does not name
+    "what is the couple of the writer of X",  # "couple" names nothing the scorer places: it may ask for the step
+    "what films are about X",  # names no relation: unnamed_hops weighs those
+])
+def test_unasked_last_spares_a_question_with_words_left_over(question: str) -> None:
+    scorer = _unasked(question, 0.5)
+    chains = enumerate_chains(_sub(WROTE, "Pete"), "Pete", 2, scorer=scorer)
+    assert all(scorer._unasked_last(c) == 0.0 for c in chains)

@@ -35,6 +35,9 @@ _KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
 _FOLLOWED = frozenset(["of", "by", "the", "a", "an", "in", "to", "for", "with", "on", "at", "from", "and", "is",
                        "was", "are", "were"])
 _WORD = re.compile(r"[a-z0-9]+")
+# `unasked_last`: nouns that ask for a classification without naming its relation ("what types are
+# the movies ...": their genres)
+_CLASSIFIERS = frozenset(word_form(w) for w in ("type", "kind", "sort", "category", "class", "variety"))
 _SAME = re.compile(r"\bsame\s+([a-z]+)")  # `same_twice`: the noun after "same"
 _MASK = re.compile(r"\[[^\]]*\]")
 
@@ -96,6 +99,11 @@ class ChainScorer:
     "daughter" name `children`, "husband" `spouse`), for every word term; with `kin_synonyms` (on in
     `chains`, off in the weights `hydra` reads) also by its thesaurus synonyms ("heir" names
     `children`, "consort" `spouse`).
+
+    `unasked_last` (0.5 in `chains`, off in the weights `hydra` reads), a cost: a route of two or
+    more steps whose last step no question word names, where every word of the question is
+    accounted for (`_unasked_last`: "what movies was X the writer of" does not ask for the actors
+    of the films X wrote).
 
     Offered, off by default (ours): `repeat_mentions` makes neighbouring words that each name a
     relation's whole label a mention each ("the child of kid of X" names `children` twice);
@@ -192,7 +200,7 @@ class ChainScorer:
                           + w.word_overlap * self._overlap(c) + w.relation_cover * self._cover(c)
                           + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
                           - w.unnamed_step * self._unnamed(c) + w.step_direction * self._direction(c)
-                          - w.doc_words * self._unstated(c)
+                          - w.doc_words * self._unstated(c) - w.unasked_last * self._unasked_last(c)
                           - (w.hop_penalty + (w.unnamed_hops if self.names_none else 0.0)) * (c.hops - 1)
                           - w.hub_penalty * math.log10(max(widest, 1)))
         return result
@@ -356,6 +364,22 @@ class ChainScorer:
                 free.pop(hit)
         return covered / len(self.meaning_words)
 
+    def _unasked_last(self, chain: Chain) -> float:
+        """`unasked_last`: 1 for a chain of two or more steps whose last step no question word
+        names (by word form or meaning, `_meaning_words`), where every content word of the question
+        names a relation or the kind asked: "what movies was X the writer of" names `written by`
+        and asks for movies, so a route that goes on from the films X wrote to their actors
+        answers what it does not ask. 0 where some word names nothing (`silent_words`: "couple"
+        may name `spouse` in words the model does not place), where the kind asked is a classifier
+        noun ("what types are the movies ...": it asks for a relation, their genres, without
+        naming it), and where the question names no relation at all (`unnamed_hops` weighs those)."""
+        if chain.hops < 2 or not self.named_relations or self.silent_words:
+            return 0.0
+        if any(word_form(w) in _CLASSIFIERS for w in _WORD.findall((asked_class(self.query) or "").lower())):
+            return 0.0
+        lasts = [chain.steps[-1][0], *([chain.also.steps[-1][0]] if chain.also is not None else [])]
+        return float(not any(r in self.named_relations for r in lasts))
+
     def _unnamed(self, chain: Chain) -> int:
         """`unnamed_step`: the chain's steps that no mention of the question answers for
         (`_meaning_words`, each mention one step): a step the question does not ask for ("what
@@ -511,6 +535,7 @@ class ScoreWeights:
     reverse_words: bool = False
     doc_words: float = 0.0
     kin_synonyms: bool = False
+    unasked_last: float = 0.0
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -527,7 +552,7 @@ class ScoreWeights:
                    kind_once=bool(config.kind_once), unnamed_hops=float(config.unnamed_hops),
                    repeat_mentions=bool(config.repeat_mentions),
                    reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words),
-                   kin_synonyms=bool(config.kin_synonyms))
+                   kin_synonyms=bool(config.kin_synonyms), unasked_last=float(config.unasked_last))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
