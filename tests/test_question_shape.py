@@ -615,3 +615,13 @@ def test_unasked_last_spares_a_question_with_words_left_over(question: str) -> N
     scorer = _unasked(question, 0.5)
     chains = enumerate_chains(_sub(WROTE, "Pete"), "Pete", 2, scorer=scorer)
     assert all(scorer._unasked_last(c) == 0.0 for c in chains)
+
+
+def test_unasked_last_counts_a_word_once_per_step() -> None:
+    # "what movies did Pete write" says `written by` once: its first step uses it, so on through
+    # `written by` again to the co-writers (Lou) is not asked for
+    facts = [*WROTE, ("Deep", "written by", "Lou")]
+    scorer = _unasked("what movies did X write", 0.5)
+    cost = {c.steps: scorer._unasked_last(c) for c in enumerate_chains(_sub(facts, "Pete"), "Pete", 2, scorer=scorer)}
+    assert cost[(("written by", "in"),)] == 0.0
+    assert cost[(("written by", "in"), ("written by", "out"))] == 1.0

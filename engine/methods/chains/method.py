@@ -185,10 +185,10 @@ class ChainsConfig(MethodConfig):
                                 "\"descendant\", \"progeny\", \"scion\" name `children`; \"partner\", \"consort\", "
                                 "\"mate\" `spouse`; English single words in `word_forms`; ours)")
     unasked_last: float = option(0.5, "weight: a route of two or more steps whose last step no question word names "
-                                 "costs this, where every word of the question names a relation or the kind asked "
-                                 "(\"what movies was X the writer of\": not on to the films' actors), the kind asked "
-                                 "is no classifier noun (\"what types are ...\") and the question names some "
-                                 "relation (ours)", **_W)
+                                 "(beyond those its earlier steps use) costs this, where every word of the question "
+                                 "names a relation or the kind asked (\"what movies was X the writer of\": not on to "
+                                 "the films' actors or co-writers), the kind asked is no classifier noun (\"what "
+                                 "types are ...\") and the question names some relation (ours)", **_W)
     unnamed_hops: float = option(1.0, "per step beyond the first, beside hop_penalty, where the question names no "
                                  "relation of the question subgraph, by word form or meaning, and asks for none there "
                                  "and back (\"the same N\"): the fewest steps then (\"what films are about X\"; ours)",

@@ -101,9 +101,9 @@ class ChainScorer:
     `children`, "consort" `spouse`).
 
     `unasked_last` (0.5 in `chains`, off in the weights `hydra` reads), a cost: a route of two or
-    more steps whose last step no question word names, where every word of the question is
-    accounted for (`_unasked_last`: "what movies was X the writer of" does not ask for the actors
-    of the films X wrote).
+    more steps whose last step no question word names (beyond those its earlier steps use), where
+    every word of the question is accounted for (`_unasked_last`: "what movies was X the writer of"
+    does not ask for the actors of the films X wrote).
 
     Offered, off by default (ours): `repeat_mentions` makes neighbouring words that each name a
     relation's whole label a mention each ("the child of kid of X" names `children` twice);
@@ -366,19 +366,28 @@ class ChainScorer:
 
     def _unasked_last(self, chain: Chain) -> float:
         """`unasked_last`: 1 for a chain of two or more steps whose last step no question word
-        names (by word form or meaning, `_meaning_words`), where every content word of the question
-        names a relation or the kind asked: "what movies was X the writer of" names `written by`
-        and asks for movies, so a route that goes on from the films X wrote to their actors
-        answers what it does not ask. 0 where some word names nothing (`silent_words`: "couple"
-        may name `spouse` in words the model does not place), where the kind asked is a classifier
-        noun ("what types are the movies ...": it asks for a relation, their genres, without
-        naming it), and where the question names no relation at all (`unnamed_hops` weighs those)."""
+        names (by word form or meaning, `_meaning_words`) beyond those its earlier steps use
+        (`_asks_last`), where every content word of the question names a relation or the kind
+        asked: "what movies was X the writer of" names `written by` and asks for movies, so a
+        route that goes on from the films X wrote to their actors, or through `written by` again
+        to the co-writers, answers what it does not ask. 0 where some word names nothing
+        (`silent_words`: "couple" may name `spouse` in words the model does not place), where the
+        kind asked is a classifier noun ("what types are the movies ...": it asks for a relation,
+        their genres, without naming it), and where the question names no relation at all
+        (`unnamed_hops` weighs those)."""
         if chain.hops < 2 or not self.named_relations or self.silent_words:
             return 0.0
         if any(word_form(w) in _CLASSIFIERS for w in _WORD.findall((asked_class(self.query) or "").lower())):
             return 0.0
-        lasts = [chain.steps[-1][0], *([chain.also.steps[-1][0]] if chain.also is not None else [])]
-        return float(not any(r in self.named_relations for r in lasts))
+        return float(not any(self._asks_last(c) for c in [chain, *([chain.also] if chain.also is not None else [])]))
+
+    def _asks_last(self, chain: Chain) -> bool:
+        """A question word names the chain's last step that its earlier steps have not used up: "what
+        movies did X write" names `written by` once, and its first step takes it, so a step on
+        through `written by` again (to the co-writers) is not asked for."""
+        relation = chain.steps[-1][0]
+        said = sum(1 for _, names in self.meaning_words if relation in names)
+        return said > sum(1 for r, _ in chain.steps[:-1] if r == relation)
 
     def _unnamed(self, chain: Chain) -> int:
         """`unnamed_step`: the chain's steps that no mention of the question answers for
