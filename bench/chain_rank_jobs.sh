@@ -1,4 +1,4 @@
-# Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered}_md.sh): each runs
+# Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked}_md.sh): each runs
 # jobs of bench.chain_rank, writing $out.a / $out.b and their counts to $json.a / $json.b (cleared when
 # sourced). Needs $out (the results page) set; sets $S (the shared data) and $json (bench/results/chain_rank.json).
 S=../shared/data
@@ -16,4 +16,16 @@ finish() {  # $1: the page's title, $2: its introduction; after `wait`
   mv "$out.tmp" "$out"
   HF_HUB_OFFLINE=1 .venv/bin/python -m bench.chain_rank --merge "$json" "$json.a" "$json.b"
   rm -f "$out.a" "$out.b"
+}
+
+samples() {  # the script's `each` (its JSON part, then the questions' arguments) over MetaQA 1/2/3-hop and
+  # PQ-3H (samples of 50, seeds 0-3) and the demo, one job at a time, into $out.a / $out.b
+  { for seed in 0 1 2 3; do echo "## MetaQA, seed $seed"; echo
+    for h in 1 2 3; do each $json.a --index data/indexes/metaqa --questions $S/metaqa/questions/$h-hop/qa_dev.txt --seed $seed; done
+  done; } > $out.a
+  { for seed in 0 1 2 3; do echo "## PQ-3H, seed $seed"; echo
+    each $json.b --index data/indexes/pq3h --questions $S/pathquestion/PQ-3H.txt --seed $seed
+  done
+  echo "## The demo (54 questions)"; echo
+  each $json.b --index data/indexes/demo --questions data/demo/questions.jsonl --sample 100; } > $out.b
 }

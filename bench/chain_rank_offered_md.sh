@@ -19,13 +19,6 @@ each() {  # $1: the JSON part, then the questions' arguments
   run $part "$@" $D --set reverse_words=true
   run $part "$@" $D --set doc_words=1.0
 }
-{ for seed in 0 1 2 3; do echo "## MetaQA, seed $seed"; echo
-  for h in 1 2 3; do each $json.a --index data/indexes/metaqa --questions $S/metaqa/questions/$h-hop/qa_dev.txt --seed $seed; done
-done; } > $out.a
-{ for seed in 0 1 2 3; do echo "## PQ-3H, seed $seed"; echo
-  each $json.b --index data/indexes/pq3h --questions $S/pathquestion/PQ-3H.txt --seed $seed
-done
-echo "## The demo (54 questions)"; echo
-each $json.b --index data/indexes/demo --questions data/demo/questions.jsonl --sample 100; } > $out.b
+samples
 finish "chains: the LLM-free chain ranking with the options offered beside the defaults, samples of 50" \
   "The method's defaults (\`$D\`) alone, then with \`repeat_mentions=true\`, \`reverse_words=true\` or \`doc_words=1.0\` (each off by default). Seed 0 is the tables' sample; seeds 1-3 were used to check. \`bash bench/chain_rank_offered_md.sh\` writes this file."
