@@ -184,6 +184,11 @@ class ChainScorer:
         # there and back ("the same movie")
         self.names_none = bool(weights.unnamed_hops) and not self.relation_words \
             and not self.question_relations() and not _SAME.search(query.lower())
+        # `unasked_last`, read once: how many mentions name each relation, and whether the question
+        # leaves the cost out (words it cannot place, a classifier noun asked, no relation named)
+        self._said_relations = Counter(r for _, names in self.meaning_words for r in names)
+        classifier = any(word_form(w) in _CLASSIFIERS for w in _WORD.findall((asked_class(query) or "").lower()))
+        self._last_unasked_free = not self.named_relations or bool(self.silent_words) or classifier
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
@@ -375,9 +380,7 @@ class ChainScorer:
         kind asked is a classifier noun ("what types are the movies ...": it asks for a relation,
         their genres, without naming it), and where the question names no relation at all
         (`unnamed_hops` weighs those)."""
-        if chain.hops < 2 or not self.named_relations or self.silent_words:
-            return 0.0
-        if any(word_form(w) in _CLASSIFIERS for w in _WORD.findall((asked_class(self.query) or "").lower())):
+        if chain.hops < 2 or self._last_unasked_free:
             return 0.0
         return float(not any(self._asks_last(c) for c in [chain, *([chain.also] if chain.also is not None else [])]))
 
@@ -386,8 +389,7 @@ class ChainScorer:
         movies did X write" names `written by` once, and its first step takes it, so a step on
         through `written by` again (to the co-writers) is not asked for."""
         relation = chain.steps[-1][0]
-        said = sum(1 for _, names in self.meaning_words if relation in names)
-        return said > sum(1 for r, _ in chain.steps[:-1] if r == relation)
+        return self._said_relations[relation] > sum(1 for r, _ in chain.steps[:-1] if r == relation)
 
     def _unnamed(self, chain: Chain) -> int:
         """`unnamed_step`: the chain's steps that no mention of the question answers for
