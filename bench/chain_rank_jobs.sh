@@ -1,8 +1,11 @@
 # Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked}_md.sh): each runs
 # jobs of bench.chain_rank, writing $out.a / $out.b and their counts to $json.a / $json.b (cleared when
-# sourced). Needs $out (the results page) set; sets $S (the shared data) and $json (bench/results/chain_rank.json).
+# sourced). Needs $out (the results page) set; sets $S (the shared data), $json (bench/results/chain_rank.json)
+# and $DEFAULTS.
 S=../shared/data
 json=bench/results/chain_rank.json
+# the method's defaults since `inverse_steps` (bench.chain_rank pins them off unless set); the scripts add the later ones
+DEFAULTS="--set doc_steps=20 --set kind_nouns=true --set converse_nouns=true --set step_direction=0.3 --set kin_terms=true --set same_twice=true --set kind_once=true --set inverse_steps=true"
 rm -f "$out.a" "$out.b" "$json.a" "$json.b"  # what a stopped run left
 
 run() {  # $1: the JSON file this job writes; then bench.chain_rank's arguments

@@ -9,7 +9,7 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-KIN.md
 . bench/chain_rank_jobs.sh
-D="--set doc_steps=20 --set kind_nouns=true --set converse_nouns=true --set step_direction=0.3 --set kin_terms=true --set same_twice=true --set kind_once=true --set inverse_steps=true --set unnamed_hops=1.0"
+D="$DEFAULTS --set unnamed_hops=1.0"
 each() {  # $1: the JSON part, then the questions' arguments
   local part=$1; shift
   run $part "$@" $D

@@ -9,7 +9,7 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-UNNAMED.md
 . bench/chain_rank_jobs.sh
-D="--set doc_steps=20 --set kind_nouns=true --set converse_nouns=true --set step_direction=0.3 --set kin_terms=true --set same_twice=true --set kind_once=true --set inverse_steps=true"
+D="$DEFAULTS"
 both() {  # $1: the JSON part, then the questions' arguments
   local part=$1; shift
   run $part "$@" $D --set unnamed_hops=0
