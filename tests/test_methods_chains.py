@@ -442,6 +442,35 @@ def test_window_spans_that_the_graph_holds_off_the_route_are_withheld(demo_index
     assert set(strict) - graph  # what the reports say beyond the graph stays
 
 
+def test_unasked_spans_withhold_what_the_graph_links_only_through_unnamed_relations(tmp_path: Path) -> None:
+    """`unasked_spans` (on by default): "what movies was X the writer of" names `written by` alone (and the kind asked),
+    so a window span the graph links to the route only through other relations ("1942", the film's
+    release year; its director) is not offered; a co-writer (linked through the named relation), the
+    route's end and what the graph does not hold ("Boston") stay. A question with a word that names
+    nothing ("war") withholds nothing: that word may ask for a relation the scorer cannot place."""
+    index = _tsv_index(tmp_path, "Tennessee Johnson\twritten_by\tAlvin Meyers\nTennessee Johnson\twritten_by\tWells Root\n"
+                                 "Tennessee Johnson\trelease_year\t1942\nTennessee Johnson\tdirected_by\tWilliam Dieterle\n"
+                                 "Dust Road\tdirected_by\tWilliam Dieterle\nDust Road\trelease_year\t1950\n",
+                       '{"id": "d1", "title": "Tennessee Johnson", "text": "Tennessee Johnson directed by William '
+                       'Dieterle. Tennessee Johnson release year 1942. Tennessee Johnson written by Wells Root. '
+                       'It opened in Boston."}\n')
+
+    def offered(text: str, **overrides: Any) -> list[str]:
+        question = Question("q", text, ["Tennessee Johnson"], topic_entities=["Alvin Meyers"])
+        record, llm = _run(index, question, _choose("written", "Tennessee Johnson"), choose="top", **overrides)
+        assert record.prediction == "Tennessee Johnson"
+        return llm.requests[-1].schema["properties"]["answer"]["enum"]
+
+    asked = "what movies was [Alvin Meyers] the writer of"
+    assert resolve_config("chains")["unasked_spans"] is True  # the default
+    loose, strict = offered(asked, unasked_spans=False), offered(asked)
+    assert {"1942", "William Dieterle", "Wells Root", "Boston"} <= set(loose)
+    assert set(loose) - set(strict) == {"1942", "William Dieterle"}
+    assert {"Tennessee Johnson", "Wells Root", "Boston"} <= set(strict)
+    silent = "what movies did [Alvin Meyers] write during the war"
+    assert offered(silent) == offered(silent, unasked_spans=False)
+
+
 def _tsv_index(tmp_path: Path, triples: str, docs: str = "") -> Path:
     """An index of a hand-made TSV graph and, where given, JSONL documents."""
     from index.build import build_index
@@ -629,7 +658,7 @@ def test_unnamed_hops_keep_a_question_that_names_no_relation_to_one_step(tmp_pat
 
 
 def test_repeat_mentions_count_a_kin_noun_said_twice_as_two_mentions() -> None:
-    """`repeat_mentions` (offered, off by default): "the child of kid of X 's parent" names `children` twice
+    """`repeat_mentions` (on by default): "the child of kid of X 's parent" names `children` twice
     (two steps) and `parents` once; "place of birth" stays one mention of its relation (two
     words of one label). Off, "child of kid" was one mention, as "place of birth" is."""
     from dataclasses import replace
@@ -643,7 +672,7 @@ def test_repeat_mentions_count_a_kin_noun_said_twice_as_two_mentions() -> None:
         scorer = ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
         return [words for words, _ in scorer.meaning_words]
 
-    assert resolve_config("chains")["repeat_mentions"] is False  # offered, off by default
+    assert resolve_config("chains")["repeat_mentions"] is True  # the default
     assert mentions("what is the child of kid of X 's parent ?", True) == ["child", "kid", "parent"]
     assert mentions("what is the child of kid of X 's parent ?", False) == ["child kid", "parent"]
     assert mentions("what is the place of birth of X 's son ?", True) == ["place birth", "son"]

@@ -34,11 +34,12 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    `definite_kinds` also what a window says a thing "is the"), yes/no for a yes/no question, and,
    only when no route was chosen, "not found" (an abstention, counted; `abstain=false`: never
    offered). With `date_grain` a "when" answer that is the year of a date a window states is given
-   as the window states the date ("1845" -> "August 6, 1845"). With `graph_spans=false` a window
-   span that names another
-   entity next to the chosen route in the graph is not offered: the graph holds it under a
-   relation the route did not take ("1942", the release year, in a window beside the route to the
-   films X wrote). A chosen route is the model's own judgement that the
+   as the window states the date ("1845" -> "August 6, 1845"). With `unasked_spans` (on by
+   default), where every question word names a relation or the kind asked, a window span naming an
+   entity that the graph links to the topic or the route only through relations the question does
+   not name is not offered ("1942", the release year, in a window beside the route to the films X
+   wrote); with `graph_spans=false` no span naming an entity next to the route that is not one of
+   its ends is. A chosen route is the model's own judgement that the
    evidence answers the question (it could have said "none"): a 0.5B model then said "not
    found" beside a route that listed the answer, so the answer call keeps to the evidence.
 
@@ -193,7 +194,7 @@ class ChainsConfig(MethodConfig):
                                  "relation of the question subgraph, by word form or meaning, and asks for none there "
                                  "and back (\"the same N\"): the fewest steps then (\"what films are about X\"; ours)",
                                  **_W)
-    repeat_mentions: bool = option(False, "meaning_cover: neighbouring words that name a relation's label as a whole are "
+    repeat_mentions: bool = option(True, "meaning_cover: neighbouring words that name a relation's label as a whole are "
                                    "a mention each (\"the child of kid of X\" names `children` twice), different words "
                                    "of its label one mention (\"place of birth\"; ours)")
     doc_words: float = option(0.0, "weight: where question words that name no relation are words of the topic's own "
@@ -223,6 +224,10 @@ class ChainsConfig(MethodConfig):
     graph_spans: bool = option(True, "offer the window spans that name an entity next to the chosen route in the "
                                "question subgraph (false: only the route's ends among them; the graph holds the "
                                "others under relations the route did not take)")
+    unasked_spans: bool = option(True, "where every question word names a relation or the kind asked, a window span "
+                                 "that names an entity the graph links to the chosen route (or the topic) only "
+                                 "through relations the question does not name is not offered (\"1942\", the "
+                                 "release year of the film X wrote, for \"what movies was X the writer of\"; ours)")
     alternatives: bool = option(False, "a question that offers alternatives (\"... north or south of Y?\") is offered "
                                 "them as answers in place of yes and no")
     evidence_last: str = option("named", "what the answer call reads last, nearest the question: the graph's facts "
@@ -550,13 +555,45 @@ class ChainsRun:
         them under a relation the routes did not take: "Tennessee Johnson release year 1942" in a
         window beside the route to the films Alvin Meyers wrote. The documents add what the graph does
         not hold (the chief executive that a supplier's report names). No route: nothing withheld."""
-        if self.config.graph_spans or not routes or self.sub is None:
+        if not routes or self.sub is None:
             return set()
+        if self.config.graph_spans:
+            return self._unasked_values(topics, routes, candidates) if self.config.unasked_spans else set()
         graph = self.sub.graph
         near = [*topics, *(e for c in routes for e in self._route_entities(c))]
         around = {n for e in near if e in graph for n in (*graph.successors(e), *graph.predecessors(e))}
         ends = {self.label(e).lower() for e in candidates}
         return {name for name in (self.label(n).lower() for n in around | set(topics)) if name not in ends}
+
+    def _unasked_values(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> set[str]:
+        """`unasked_spans`: the names (lower case) of the entities that the question subgraph links to
+        the topics or to the chosen routes' entities only through relations the question does not
+        name, where every word of the question names a relation or the kind asked (the scorer's
+        `names_each_word`): "what movies was X the writer of" names `written by` alone, so "1942", the
+        release year of the film X wrote, is no answer a window may offer. A name the graph also
+        links through a named relation (a director who wrote it too), a route's end and a topic stay
+        offered; the documents' own `mentions` links say no relation and are not read."""
+        scorer = self.scorer
+        if scorer is None or self.sub is None or not scorer.names_each_word:
+            return set()
+        named = set(scorer.question_relations())
+        named |= {scorer.inverses[r] for r in named if r in scorer.inverses}
+        named |= {r for r, inverse in scorer.inverses.items() if inverse in named}
+        graph = self.sub.graph
+        near = {*topics, *(e for c in routes for e in self._route_entities(c))}
+        asked: set[str] = set(near) | set(candidates)
+        unasked: set[str] = set()
+        for entity in near:
+            if entity not in graph:
+                continue
+            edges = [(n, key) for _, n, key in graph.out_edges(entity, keys=True)]
+            edges += [(n, key) for n, _, key in graph.in_edges(entity, keys=True)]
+            for other, relation in edges:
+                if relation == MENTIONED:
+                    continue
+                (asked if relation in named else unasked).add(other)
+        keep = {self.label(e).lower() for e in asked}
+        return {name for name in (self.label(e).lower() for e in unasked - asked) if name not in keep}
 
     # ---- 6. one answer ----------------------------------------------------------------------------
 
@@ -631,5 +668,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -105,10 +105,10 @@ class ChainScorer:
     every word of the question is accounted for (`_unasked_last`: "what movies was X the writer of"
     does not ask for the actors of the films X wrote).
 
-    Offered, off by default (ours): `repeat_mentions` makes neighbouring words that each name a
-    relation's whole label a mention each ("the child of kid of X" names `children` twice);
-    `reverse_words` makes the whole-chain cosine read a reverse step as "things <label> it"
-    (`_chain_text`); `doc_words` weighs the unnamed steps of a question whose silent words are words
+    `repeat_mentions` (on in `chains`, off in the weights `hydra` reads) makes neighbouring words that
+    each name a relation's whole label a mention each ("the child of kid of X" names `children`
+    twice). Offered, off by default (ours): `reverse_words` makes the whole-chain cosine read a
+    reverse step as "things <label> it" (`_chain_text`); `doc_words` weighs the unnamed steps of a question whose silent words are words
     of the topic's own documents (`_unstated`: "the chief executive of ..." asks the report).
 
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
@@ -189,6 +189,14 @@ class ChainScorer:
         self._said_relations = Counter(r for _, names in self.meaning_words for r in names)
         classifier = any(word_form(w) in _CLASSIFIERS for w in _WORD.findall((asked_class(query) or "").lower()))
         self._last_unasked_free = not self.named_relations or bool(self.silent_words) or classifier
+
+    @property
+    def names_each_word(self) -> bool:
+        """Every content word of the question names a relation of the subgraph or the kind asked, the
+        kind asked is no classifier noun, and some relation is named: what the question asks is all
+        in the relations it names (`unasked_last` weighs routes there; `chains`' `unasked_spans`
+        reads it)."""
+        return not self._last_unasked_free
 
     def __call__(self, chains: Sequence[Chain]) -> list[float]:
         w, label = self.weights, self.relation_label
