@@ -657,6 +657,30 @@ def test_unnamed_hops_keep_a_question_that_names_no_relation_to_one_step(tmp_pat
     assert first_ends(unnamed_hops=0.0) != ["MASH", "Toko-Ri"]
 
 
+def test_co_words_ask_for_the_relation_there_and_back() -> None:
+    """`co_words` (on by default): "who co-starred with X" and "who wrote movies together with X" say
+    their relation once and ask for it twice (X's films, then their actors or writers), as "the same
+    N" does; a question that already names the relation twice ("which directors co-directed movies
+    with X") asks for no third step, and a question without "co-" or "together" is read as before."""
+    from dataclasses import replace
+
+    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
+
+    relations = ["starred_actors", "directed_by", "written_by"]
+
+    def read(question: str, on: bool) -> tuple[dict[str, int], list[str]]:
+        weights = replace(CHAINS_WEIGHTS, co_words=on)
+        scorer = ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
+        return dict(scorer.said_times), [words for words, _ in scorer.meaning_words]
+
+    assert resolve_config("chains")["co_words"] is True  # the default
+    assert read("who co-starred with X", True) == ({"star": 2}, ["starred", "starred"])
+    assert read("who co-starred with X", False) == ({"star": 1}, ["starred"])
+    assert read("who wrote movies together with X", True) == ({"writ": 2}, ["wrote", "wrote"])
+    assert read("which directors co-directed movies with X", True) == ({"direct": 2}, ["directors", "directed"])
+    assert read("who directed X", True) == read("who directed X", False)
+
+
 def test_repeat_mentions_count_a_kin_noun_said_twice_as_two_mentions() -> None:
     """`repeat_mentions` (on by default): "the child of kid of X 's parent" names `children` twice
     (two steps) and `parents` once; "place of birth" stays one mention of its relation (two

@@ -39,6 +39,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 # the movies ...": their genres)
 _CLASSIFIERS = frozenset(word_form(w) for w in ("type", "kind", "sort", "category", "class", "variety"))
 _SAME = re.compile(r"\bsame\s+([a-z]+)")  # `same_twice`: the noun after "same"
+_CO = re.compile(r"\bco-([a-z]+)")  # `co_words`: the word after "co-" ("co-starred", "co-writers")
+_TOGETHER = re.compile(r"((?:\b[a-z]+\s+){1,3})together\b")  # `co_words`: the words before "together"
 _MASK = re.compile(r"\[[^\]]*\]")
 
 
@@ -105,6 +107,10 @@ class ChainScorer:
     every word of the question is accounted for (`_unasked_last`: "what movies was X the writer of"
     does not ask for the actors of the films X wrote).
 
+    `co_words` (on in `chains`, off in the weights `hydra` reads): a relation word prefixed "co-" or
+    said among the three words before "together" asks for its relation at least twice, there and back,
+    as "the same N" does with `same_twice` ("who co-starred with X": X's films, then their actors).
+
     `repeat_mentions` (on in `chains`, off in the weights `hydra` reads) makes neighbouring words that
     each name a relation's whole label a mention each ("the child of kid of X" names `children`
     twice). Offered, off by default (ours): `reverse_words` makes the whole-chain cosine read a
@@ -164,6 +170,13 @@ class ChainScorer:
         for form in map(word_form, same):
             if form in said:
                 self.said_times[form] += 1
+        # `co_words`: "co-starred with X", "starred together with X" ask for the relation there and
+        # back: at least twice, however often the question says it ("the actor X acted together with")
+        co = [w for w in [*_CO.findall(query.lower()), *(w for ws in _TOGETHER.findall(query.lower())
+                                                            for w in ws.split())]
+              if word_form(w) in said] if weights.co_words else []
+        for form in map(word_form, co):
+            self.said_times[form] = max(self.said_times[form], 2)
         self.said_total = sum(self.said_times.values())
         asks = next((i for i, w in enumerate(words) if w.lower() in _QUESTION_WORDS), None)
         self.near_mention = word_stems(" ".join(words[max(0, at - 3):at] + words[at + 1:at + 2])) & said \
@@ -178,6 +191,10 @@ class ChainScorer:
         for word in same:  # said once, named twice
             named = next((entry for entry in self.meaning_words if entry[0] == word), None)
             if named is not None:
+                self.meaning_words.append(named)
+        for word in co:  # named twice at least
+            named = next((entry for entry in self.meaning_words if entry[0] == word), None)
+            if named is not None and sum(1 for _, names in self.meaning_words if names == named[1]) < 2:
                 self.meaning_words.append(named)
         self.named_relations = {r for _, names in self.meaning_words for r in names}
         # `unnamed_hops`: the question names no relation (by word form or meaning), nor asks for one
@@ -555,6 +572,7 @@ class ScoreWeights:
     doc_words: float = 0.0
     kin_synonyms: bool = False
     unasked_last: float = 0.0
+    co_words: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -571,7 +589,8 @@ class ScoreWeights:
                    kind_once=bool(config.kind_once), unnamed_hops=float(config.unnamed_hops),
                    repeat_mentions=bool(config.repeat_mentions),
                    reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words),
-                   kin_synonyms=bool(config.kin_synonyms), unasked_last=float(config.unasked_last))
+                   kin_synonyms=bool(config.kin_synonyms), unasked_last=float(config.unasked_last),
+                   co_words=bool(config.co_words))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
