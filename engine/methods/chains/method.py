@@ -552,7 +552,8 @@ class ChainsRun:
         return kept
 
     def _withheld(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> set[str]:
-        """The names (lower case) the answer call is not offered as window spans (`graph_spans=false`):
+        """The names (lower case) the answer call is not offered as window spans: with `graph_spans` on
+        (the default), `unasked_spans`' (`_unasked_values`); with `graph_spans=false`:
         the entities next to the chosen routes in the question subgraph (neighbours of the topics and of
         the entities whose documents gave the windows) that are not the routes' ends. The graph holds
         them under a relation the routes did not take: "Tennessee Johnson release year 1942" in a

@@ -114,8 +114,9 @@ class ChainScorer:
     `repeat_mentions` (on in `chains`, off in the weights `hydra` reads) makes neighbouring words that
     each name a relation's whole label a mention each ("the child of kid of X" names `children`
     twice). Offered, off by default (ours): `reverse_words` makes the whole-chain cosine read a
-    reverse step as "things <label> it" (`_chain_text`); `doc_words` weighs the unnamed steps of a question whose silent words are words
-    of the topic's own documents (`_unstated`: "the chief executive of ..." asks the report).
+    reverse step as "things <label> it" (`_chain_text`); `doc_words` weighs the unnamed steps of a
+    question whose silent words are words of the topic's own documents (`_unstated`: "the chief
+    executive of ..." asks the report).
 
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
