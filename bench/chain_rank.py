@@ -72,6 +72,9 @@ SCORERS = {
     # bench/chain_rank_co_md.sh: the defaults since `co_words` (those before: "repeat_mentions_default")
     frozenset({*_DEFAULTS, "unnamed_hops=1.0", "kin_synonyms=true", "unasked_last=0.5", "repeat_mentions=true",
                "co_words=true"}): "co_words",
+    # bench/chain_rank_order_md.sh: the defaults since `co_words` with `mention_order` (offered, off by default)
+    frozenset({*_DEFAULTS, "unnamed_hops=1.0", "kin_synonyms=true", "unasked_last=0.5", "repeat_mentions=true",
+               "co_words=true", "mention_order=0.3"}): "mention_order",
 }
 RANKS = ("1", "2-5", "6+", "none")
 

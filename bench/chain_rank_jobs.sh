@@ -1,4 +1,4 @@
-# Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked,repeat,co}_md.sh): each runs
+# Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked,repeat,co,order,order_pq2h}_md.sh): each runs
 # jobs of bench.chain_rank, writing $out.a / $out.b and their counts to $json.a / $json.b (cleared when
 # sourced). Needs $out (the results page) set; sets $S (the shared data), $json (bench/results/chain_rank.json)
 # and $DEFAULTS.

@@ -67,7 +67,7 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
              "date_grain": False, "definite_kinds": False, "same_twice": False, "kind_once": False,
              "echo_retry": False, "unnamed_hops": 0.0, "repeat_mentions": False, "reverse_words": False,
              "doc_words": 0.0, "kin_synonyms": False, "unasked_last": 0.0, "unasked_spans": False,
-             "co_words": False}
+             "co_words": False, "mention_order": 0.0}
     configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "meaning_cover=0",
                                           "choose=\"llm\"", "doc_steps=0", "kind_nouns=false",
                                           "evidence_last=\"facts\"", "converse_nouns=false",

@@ -754,3 +754,40 @@ def test_a_question_naming_no_relation_reads_the_topics_report_where_its_route_h
     before, _ = _run(demo_index, chief, _choose("", "Leontine Marsh"), choose="top", unnamed_hops=0.0)
     assert "Norvale Motors" not in {t for p in before.paths if p.source != "kg" for t in p.titles}
     assert before.prediction != "Leontine Marsh"
+
+
+def test_mention_order_reads_the_relations_from_the_entity_out() -> None:
+    """`mention_order`: "the nationality of the child of X 's father" nests its relations from X out:
+    father, child, nationality (the possessive after X first, then the nouns before it, nearest
+    first). A route that takes them in that order answers all three; the same steps in another
+    order answer two of them, in order. A noun right before the mention names its kind, not a
+    step ("the director of the film X" orders one relation: nothing), and words after the mention
+    that no possessive joins are left unordered ("which films did the director of X act in")."""
+    from dataclasses import replace
+
+    from engine.methods.shared.chain_plans import Chain
+    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
+
+    relations = ["children", "parents", "nationality", "directed_by", "starred_actors"]
+
+    def scorer(question: str, weight: float = 0.3) -> ChainScorer:
+        weights = replace(CHAINS_WEIGHTS, mention_order=weight)
+        return ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
+
+    def chain(*steps: str) -> Chain:
+        return Chain("X", tuple((s, "out") for s in steps), [["X"], *([["e"]] * len(steps))])
+
+    nested = scorer("what is the nationality of the child of X 's father ?")
+    assert [sorted(names) for names in nested.step_order] == [["parents"], ["children"], ["nationality"]]
+    assert nested._in_order(chain("parents", "children", "nationality")) == 1.0
+    assert nested._in_order(chain("children", "parents", "nationality")) == 2 / 3
+    in_order, out_of_order = nested([chain("parents", "children", "nationality"),
+                                     chain("children", "parents", "nationality")])
+    unweighted = scorer("what is the nationality of the child of X 's father ?", weight=0.0)
+    same, also_same = unweighted([chain("parents", "children", "nationality"),
+                                  chain("children", "parents", "nationality")])
+    assert in_order - out_of_order > same - also_same
+    assert unweighted.step_order == []  # off: not read
+    assert scorer("who is the director of the film X").step_order == []
+    assert scorer("which films did the director of X act in").step_order == []
+    assert resolve_config("chains")["mention_order"] == 0.0

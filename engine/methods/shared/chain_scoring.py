@@ -116,7 +116,9 @@ class ChainScorer:
     twice). Offered, off by default (ours): `reverse_words` makes the whole-chain cosine read a
     reverse step as "things <label> it" (`_chain_text`); `doc_words` weighs the unnamed steps of a
     question whose silent words are words of the topic's own documents (`_unstated`: "the chief
-    executive of ..." asks the report).
+    executive of ..." asks the report); `mention_order` weighs how many of the question's relation
+    mentions, in the order English nests them from the entity out, the chain's steps answer in that
+    order (`_step_order`, `_in_order`: "X 's mom 's parents 's kid" is parents, parents, children).
 
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
@@ -188,15 +190,19 @@ class ChainScorer:
         self.stated = stated or set()  # `doc_words`: the word forms the topics' documents use
         self._relations = list(relations)
         self._meaning_read = bool(weights.meaning_cover or weights.unnamed_step)
+        self._mention_at: list[int] = []
         self.meaning_words = self._meaning_words(relations) if self._meaning_read else []
         for word in same:  # said once, named twice
             named = next((entry for entry in self.meaning_words if entry[0] == word), None)
             if named is not None:
+                self._mention_at.append(self._mention_at[self.meaning_words.index(named)])
                 self.meaning_words.append(named)
         for word in co:  # named twice at least
             named = next((entry for entry in self.meaning_words if entry[0] == word), None)
             if named is not None and sum(1 for _, names in self.meaning_words if names == named[1]) < 2:
+                self._mention_at.append(self._mention_at[self.meaning_words.index(named)])
                 self.meaning_words.append(named)
+        self.step_order = self._step_order(tokens) if weights.mention_order else []
         self.named_relations = {r for _, names in self.meaning_words for r in names}
         # `unnamed_hops`: the question names no relation (by word form or meaning), nor asks for one
         # there and back ("the same movie")
@@ -232,6 +238,7 @@ class ChainScorer:
                           + w.relation_order * self._order(c) + w.meaning_cover * self._meaning_cover(c)
                           - w.unnamed_step * self._unnamed(c) + w.step_direction * self._direction(c)
                           - w.doc_words * self._unstated(c) - w.unasked_last * self._unasked_last(c)
+                          + w.mention_order * self._in_order(c)
                           - (w.hop_penalty + (w.unnamed_hops if self.names_none else 0.0)) * (c.hops - 1)
                           - w.hub_penalty * math.log10(max(widest, 1)))
         return result
@@ -354,6 +361,7 @@ class ChainScorer:
         # relation in words the model does not place ("couple" for `spouse`), `unnamed_step`
         self.silent_words = [w for w in words if not named[w] and w not in kind]
         mentions: list[tuple[str, set[str]]] = []
+        self._mention_at = []  # each mention's first token (`mention_order`)
         last = -9
         for i, w in zip(at, words, strict=True):
             if i in self.kind_at:  # "which company" of "which company is recorded as a sibling company of X"
@@ -369,6 +377,7 @@ class ChainScorer:
                 mentions[-1] = (f"{mentions[-1][0]} {w}", mentions[-1][1] & named[w])
             elif named[w]:
                 mentions.append((w, set(named[w])))
+                self._mention_at.append(i)
             if named[w]:
                 last = i
         return mentions
@@ -394,6 +403,40 @@ class ChainScorer:
                 covered += 1
                 free.pop(hit)
         return covered / len(self.meaning_words)
+
+    def _step_order(self, tokens: Sequence[str]) -> list[set[str]]:
+        """`mention_order`: the relations of the question's mentions (`_meaning_words`) in the order
+        English nests them from the entity out. The nouns before the mention, nearest first ("the
+        films directed by the director of X": director, then directed; not a noun right before it,
+        which names its kind: "the film X"); a possessive chain after it goes first, in its own
+        order ("the nation of the child of X 's father": father, child, nation). Other words after
+        the mention ("which films did X direct") are left unordered.
+        Empty where the question holds the entity's mask other than once or orders fewer than two."""
+        where = [i for i, t in enumerate(tokens) if t == "x"]
+        if len(where) != 1 or len(self._mention_at) != len(self.meaning_words):
+            return []
+        x = where[0]
+        placed = list(zip(self._mention_at, (names for _, names in self.meaning_words), strict=True))
+        # a noun right before the mention names its kind, not a step ("the film X", "actor X")
+        before = [names for at, names in sorted(placed, key=lambda p: -p[0]) if at < x - 1]
+        after = [names for at, names in sorted(placed, key=lambda p: p[0]) if at > x] \
+            if x + 1 < len(tokens) and tokens[x + 1] == "s" else []
+        order = [*after, *before]
+        return order if len(order) > 1 else []
+
+    def _in_order(self, chain: Chain) -> float:
+        """`mention_order`: the longest run of the chain's steps, in order, that answers the ordered
+        mentions (`_step_order`) in order, as a share of them (a common subsequence): "X 's mom 's
+        parents 's kid" reads parents, parents, children, not parents, children, parents."""
+        order = self.step_order
+        if not order or chain.also is not None:
+            return 0.0
+        steps = [relation for relation, _ in chain.steps]
+        best = [[0] * (len(order) + 1) for _ in range(len(steps) + 1)]
+        for i, relation in enumerate(steps, 1):
+            for j, names in enumerate(order, 1):
+                best[i][j] = best[i - 1][j - 1] + 1 if relation in names else max(best[i - 1][j], best[i][j - 1])
+        return best[-1][-1] / len(order)
 
     def _unasked_last(self, chain: Chain) -> float:
         """`unasked_last`: 1 for a chain of two or more steps whose last step no question word
@@ -574,6 +617,7 @@ class ScoreWeights:
     kin_synonyms: bool = False
     unasked_last: float = 0.0
     co_words: bool = False
+    mention_order: float = 0.0
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -591,7 +635,7 @@ class ScoreWeights:
                    repeat_mentions=bool(config.repeat_mentions),
                    reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words),
                    kin_synonyms=bool(config.kin_synonyms), unasked_last=float(config.unasked_last),
-                   co_words=bool(config.co_words))
+                   co_words=bool(config.co_words), mention_order=float(config.mention_order))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
