@@ -11,7 +11,7 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-ORDER.md
 . bench/chain_rank_jobs.sh
-D="$DEFAULTS --set unnamed_hops=1.0 --set kin_synonyms=true --set unasked_last=0.5 --set repeat_mentions=true --set co_words=true"
+D=$NOW
 each() {  # $1: the JSON part, then the questions' arguments
   local part=$1; shift
   run $part "$@" $D --set mention_order=0.3

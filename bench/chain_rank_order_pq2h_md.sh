@@ -12,7 +12,7 @@ out=bench/results/CHAIN-RANK-ORDER-PQ2H.md
 . bench/chain_rank_jobs.sh
 [ -f data/indexes/pq2h/manifest.json ] || .venv/bin/python cli.py index --out data/indexes/pq2h \
   --kg $S/pathquestion/2H-kb.txt --kg-format tsv --kg-as-docs
-D="$DEFAULTS --set unnamed_hops=1.0 --set kin_synonyms=true --set unasked_last=0.5 --set repeat_mentions=true --set co_words=true"
+D=$NOW
 for seed in 0 1 2 3; do
   run $json.a --index data/indexes/pq2h --questions $S/pathquestion/PQ-2H.txt --seed $seed $D
 done > $out.a

@@ -190,18 +190,16 @@ class ChainScorer:
         self.stated = stated or set()  # `doc_words`: the word forms the topics' documents use
         self._relations = list(relations)
         self._meaning_read = bool(weights.meaning_cover or weights.unnamed_step)
-        self._mention_at: list[int] = []
+        self._mention_at: list[int] = []  # each mention's first token, beside `meaning_words`
         self.meaning_words = self._meaning_words(relations) if self._meaning_read else []
         for word in same:  # said once, named twice
             named = next((entry for entry in self.meaning_words if entry[0] == word), None)
             if named is not None:
-                self._mention_at.append(self._mention_at[self.meaning_words.index(named)])
-                self.meaning_words.append(named)
+                self._mention_again(named)
         for word in co:  # named twice at least
             named = next((entry for entry in self.meaning_words if entry[0] == word), None)
             if named is not None and sum(1 for _, names in self.meaning_words if names == named[1]) < 2:
-                self._mention_at.append(self._mention_at[self.meaning_words.index(named)])
-                self.meaning_words.append(named)
+                self._mention_again(named)
         self.step_order = self._step_order(tokens) if weights.mention_order else []
         self.named_relations = {r for _, names in self.meaning_words for r in names}
         # `unnamed_hops`: the question names no relation (by word form or meaning), nor asks for one
@@ -361,7 +359,7 @@ class ChainScorer:
         # relation in words the model does not place ("couple" for `spouse`), `unnamed_step`
         self.silent_words = [w for w in words if not named[w] and w not in kind]
         mentions: list[tuple[str, set[str]]] = []
-        self._mention_at = []  # each mention's first token (`mention_order`)
+        self._mention_at = []
         last = -9
         for i, w in zip(at, words, strict=True):
             if i in self.kind_at:  # "which company" of "which company is recorded as a sibling company of X"
@@ -404,6 +402,12 @@ class ChainScorer:
                 free.pop(hit)
         return covered / len(self.meaning_words)
 
+    def _mention_again(self, mention: tuple[str, set[str]]) -> None:
+        """One more mention of a relation the question says once ("the same N", `co_words`), at
+        the place where it says it."""
+        self._mention_at.append(self._mention_at[self.meaning_words.index(mention)])
+        self.meaning_words.append(mention)
+
     def _step_order(self, tokens: Sequence[str]) -> list[set[str]]:
         """`mention_order`: the relations of the question's mentions (`_meaning_words`) in the order
         English nests them from the entity out. The nouns before the mention, nearest first ("the
@@ -413,7 +417,7 @@ class ChainScorer:
         the mention ("which films did X direct") are left unordered.
         Empty where the question holds the entity's mask other than once or orders fewer than two."""
         where = [i for i, t in enumerate(tokens) if t == "x"]
-        if len(where) != 1 or len(self._mention_at) != len(self.meaning_words):
+        if len(where) != 1:
             return []
         x = where[0]
         placed = list(zip(self._mention_at, (names for _, names in self.meaning_words), strict=True))
