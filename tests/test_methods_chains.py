@@ -726,8 +726,10 @@ def test_doc_words_keep_a_route_to_the_step_the_question_names(demo_index: Path)
     """`doc_words` (offered, off by default): "which company did X complete a bulk transaction
     with" names one relation; its other word, "complete", names none and is a word of X's own
     report ("it has also completed a bulk transaction with ..."), so it excuses no second step and
-    the route ends at the company X traded with. Off, a longer route ranks first (to X's
-    customer, its own trading partner, then that one's founding year)."""
+    the route ends at the company X traded with. So it does with the default `verb_mentions`
+    ("complete" comes right before "a bulk transaction": the mention's verb). With both off, a
+    longer route ranks first (to X's customer, its own trading partner, then that one's founding
+    year)."""
     question = Question("d", "Which company did Kestrel Cell Works complete a bulk transaction with?",
                         ["Skarvik Hydrogen Ventures"], topic_entities=["Kestrel Cell Works"])
 
@@ -736,8 +738,9 @@ def test_doc_words_keep_a_route_to_the_step_the_question_names(demo_index: Path)
         return str(record.extra["chains_shown"][0]["relations"])
 
     assert resolve_config("chains")["doc_words"] == 0.0
-    assert first_route(doc_words=1.0) == "bulk transaction with"
-    assert first_route() == "supplier of, then bulk transaction with, then founded year"
+    assert first_route(doc_words=1.0, verb_mentions=False) == "bulk transaction with"
+    assert first_route() == "bulk transaction with"
+    assert first_route(verb_mentions=False) == "supplier of, then bulk transaction with, then founded year"
 
 
 def test_a_question_naming_no_relation_reads_the_topics_report_where_its_route_has_none(demo_index: Path) -> None:
@@ -762,7 +765,8 @@ def test_mention_order_reads_the_relations_from_the_entity_out() -> None:
     first). A route that takes them in that order answers all three; the same steps in another
     order answer two of them, in order. A noun right before the mention names its kind, not a
     step ("the director of the film X" orders one relation: nothing), and words after the mention
-    that no possessive joins are left unordered ("which films did the director of X act in")."""
+    that no possessive joins are left unordered ("which films did the director of X act in"); a
+    relation asked there and back ("who starred together with X") is ordered once, so not at all."""
     from dataclasses import replace
 
     from engine.methods.shared.chain_plans import Chain
@@ -790,4 +794,42 @@ def test_mention_order_reads_the_relations_from_the_entity_out() -> None:
     assert unweighted.step_order == []  # off: not read
     assert scorer("who is the director of the film X").step_order == []
     assert scorer("which films did the director of X act in").step_order == []
-    assert resolve_config("chains")["mention_order"] == 0.0
+    # a relation asked there and back ("co-", "together", "the same N") is one mention in one place
+    co = ChainScorer("lexical", "who starred together with X", lambda r: r.replace("_", " "), None,
+                     replace(CHAINS_WEIGHTS, mention_order=0.3, co_words=True), relations=relations)
+    assert len(co.meaning_words) == 2 and co.step_order == []
+    assert resolve_config("chains")["mention_order"] == 0.3
+
+
+def test_verb_mentions_a_verb_before_an_article_and_a_mention_names_no_other_relation() -> None:
+    """`verb_mentions`: in "which company did X complete a bulk transaction with" the word "complete"
+    comes right before an article and the mention "bulk transaction": it is that mention's verb, not a
+    word that may stand for a relation the scorer cannot place, so every word is accounted for and a
+    route that goes on past the bulk transaction (to the partner's parent) costs `unasked_last`.
+    Off, "complete" names nothing and excuses the extra step. A word before an article and a word that
+    names nothing stays silent ("complete a purchase")."""
+    from dataclasses import replace
+
+    from engine.methods.shared.chain_plans import Chain
+    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
+
+    relations = ["bulk_transaction_with", "subsidiary_of"]
+
+    def scorer(question: str, on: bool) -> ChainScorer:
+        weights = replace(CHAINS_WEIGHTS, verb_mentions=on, unasked_last=0.5)
+        return ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
+
+    def chain(*steps: str) -> Chain:
+        return Chain("X", tuple((s, "out") for s in steps), [["X"], *([["e"]] * len(steps))])
+
+    question = "which company did X complete a bulk transaction with ?"
+    on, off = scorer(question, True), scorer(question, False)
+    assert on.silent_words == [] and off.silent_words == ["complete"]
+    assert on.names_each_word and not off.names_each_word
+    longer = chain("bulk_transaction_with", "subsidiary_of")
+    assert on._unasked_last(longer) == 1.0 and off._unasked_last(longer) == 0.0
+    (one, two), (one_off, two_off) = on([chain("bulk_transaction_with"), longer]), \
+        off([chain("bulk_transaction_with"), longer])
+    assert one - two > one_off - two_off
+    assert scorer("which company did X complete a purchase from ?", True).silent_words == ["complete", "purchase"]
+    assert resolve_config("chains")["verb_mentions"] is True

@@ -193,10 +193,13 @@ class ChainsConfig(MethodConfig):
     co_words: bool = option(True, "a relation word prefixed \"co-\" or said before \"together\" asks for its "
                             "relation there and back, as \"the same N\" does (\"who co-starred with X\": X's films, "
                             "then their actors; ours)")
-    mention_order: float = option(0.0, "weight: the share of the question's relation mentions, in the order English "
+    mention_order: float = option(0.3, "weight: the share of the question's relation mentions, in the order English "
                                   "nests them from the entity out (the nouns before it nearest first, a possessive "
                                   "chain after it first: \"the kid of the parents of X 's mom\": mom, parents, kid), "
                                   "that the route's steps answer in that order (ours)", **_W)
+    verb_mentions: bool = option(True, "a word right before an article and a relation mention (\"complete a bulk "
+                                 "transaction with\") is the mention's verb, not a word that names nothing: it "
+                                 "excuses no unnamed step and leaves unasked_last on (ours)")
     unnamed_hops: float = option(1.0, "per step beyond the first, beside hop_penalty, where the question names no "
                                  "relation of the question subgraph, by word form or meaning, and asks for none there "
                                  "and back (\"the same N\"): the fewest steps then (\"what films are about X\"; ours)",
@@ -676,5 +679,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

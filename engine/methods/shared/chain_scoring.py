@@ -35,6 +35,7 @@ _KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
 _FOLLOWED = frozenset(["of", "by", "the", "a", "an", "in", "to", "for", "with", "on", "at", "from", "and", "is",
                        "was", "are", "were"])
 _WORD = re.compile(r"[a-z0-9]+")
+_ARTICLES = frozenset(["a", "an", "the"])  # `verb_mentions`: a verb, an article, then the mention
 # `unasked_last`: nouns that ask for a classification without naming its relation ("what types are
 # the movies ...": their genres)
 _CLASSIFIERS = frozenset(word_form(w) for w in ("type", "kind", "sort", "category", "class", "variety"))
@@ -358,6 +359,10 @@ class ChainScorer:
         # the words that name nothing of the subgraph (not the class noun): each may stand for a
         # relation in words the model does not place ("couple" for `spouse`), `unnamed_step`
         self.silent_words = [w for w in words if not named[w] and w not in kind]
+        if self.weights.verb_mentions:  # "complete a bulk transaction": the mention's verb names no other relation
+            verbs = {tokens[i] for i in at if i + 2 < len(tokens) and tokens[i + 1] in _ARTICLES
+                     and named.get(tokens[i + 2]) and tokens[i + 2] not in kind}
+            self.silent_words = [w for w in self.silent_words if w not in verbs]
         mentions: list[tuple[str, set[str]]] = []
         self._mention_at = []
         last = -9
@@ -415,12 +420,17 @@ class ChainScorer:
         which names its kind: "the film X"); a possessive chain after it goes first, in its own
         order ("the nation of the child of X 's father": father, child, nation). Other words after
         the mention ("which films did X direct") are left unordered.
-        Empty where the question holds the entity's mask other than once or orders fewer than two."""
+        A relation asked there and back ("the same N", `co_words`: `_mention_again`) is one word in
+        one place: it is ordered once. Empty where the question holds the entity's mask other than
+        once or orders fewer than two."""
         where = [i for i, t in enumerate(tokens) if t == "x"]
         if len(where) != 1:
             return []
         x = where[0]
-        placed = list(zip(self._mention_at, (names for _, names in self.meaning_words), strict=True))
+        placed: list[tuple[int, set[str]]] = []
+        for at, (_, names) in zip(self._mention_at, self.meaning_words, strict=True):
+            if all(at != seen for seen, _ in placed):  # a mention said again in the same place
+                placed.append((at, names))
         # a noun right before the mention names its kind, not a step ("the film X", "actor X")
         before = [names for at, names in sorted(placed, key=lambda p: -p[0]) if at < x - 1]
         after = [names for at, names in sorted(placed, key=lambda p: p[0]) if at > x] \
@@ -622,6 +632,7 @@ class ScoreWeights:
     unasked_last: float = 0.0
     co_words: bool = False
     mention_order: float = 0.0
+    verb_mentions: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -639,7 +650,8 @@ class ScoreWeights:
                    repeat_mentions=bool(config.repeat_mentions),
                    reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words),
                    kin_synonyms=bool(config.kin_synonyms), unasked_last=float(config.unasked_last),
-                   co_words=bool(config.co_words), mention_order=float(config.mention_order))
+                   co_words=bool(config.co_words), mention_order=float(config.mention_order),
+                   verb_mentions=bool(config.verb_mentions))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
