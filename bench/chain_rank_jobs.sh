@@ -1,7 +1,7 @@
 # Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked,repeat,co,order,order_pq2h,verb}_md.sh): each runs
 # jobs of bench.chain_rank, writing $out.a / $out.b and their counts to $json.a / $json.b (cleared when
 # sourced). Needs $out (the results page) set; sets $S (the shared data), $json (bench/results/chain_rank.json),
-# $DEFAULTS, $CO and $NOW.
+# $DEFAULTS, $CO and $NOW, and the function pq2h_index.
 S=../shared/data
 json=bench/results/chain_rank.json
 # the method's defaults since `inverse_steps` (bench.chain_rank pins them off unless set); the scripts add the later ones
@@ -11,6 +11,11 @@ CO="$DEFAULTS --set unnamed_hops=1.0 --set kin_synonyms=true --set unasked_last=
 # the method's defaults now (those since `mention_order` and `verb_mentions`)
 NOW="$CO --set mention_order=0.3 --set verb_mentions=true"
 rm -f "$out.a" "$out.b" "$json.a" "$json.b"  # what a stopped run left
+
+pq2h_index() {  # PathQuestion's two-hop graph as an index (data/indexes/pq2h), unless it is there
+  [ -f data/indexes/pq2h/manifest.json ] || .venv/bin/python cli.py index --out data/indexes/pq2h \
+    --kg $S/pathquestion/2H-kb.txt --kg-format tsv --kg-as-docs
+}
 
 run() {  # $1: the JSON file this job writes; then bench.chain_rank's arguments
   local part=$1; shift

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Writes bench/results/CHAIN-RANK-ORDER.md: the chains scorer's LLM-free ranking (bench.chain_rank) with the
-# method's defaults before `mention_order` and `verb_mentions` ($CO) and `mention_order=0.3` (as first offered, before it was the default: the question's relation mentions, in the
-# order English nests them from the entity out, answered by the route's steps in that order), on MetaQA
+# method's defaults before `mention_order` and `verb_mentions` ($CO) and `mention_order=0.3` (as first
+# offered, before it was the default: the question's relation mentions, in the order English nests them
+# from the entity out, answered by the route's steps in that order), on MetaQA
 # 1/2/3-hop and PQ-3H (samples of 50, seeds 0-3) and the demo. 17 runs of about 20 s on a 2-core machine, one
 # at a time. The defaults alone are bench/chain_rank_co_md.sh's runs.
 # Usage: bash bench/chain_rank_order_md.sh

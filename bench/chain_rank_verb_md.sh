@@ -18,8 +18,7 @@ each() {  # $1: the JSON part, then the questions' arguments
   run $part "$@" $D
 }
 samples
-[ -f data/indexes/pq2h/manifest.json ] || .venv/bin/python cli.py index --out data/indexes/pq2h \
-  --kg $S/pathquestion/2H-kb.txt --kg-format tsv --kg-as-docs
+pq2h_index
 { for seed in 0 1 2 3; do echo "## PQ-2H, seed $seed"; echo
   each $json.b --index data/indexes/pq2h --questions $S/pathquestion/PQ-2H.txt --seed $seed
 done; } >> $out.b

@@ -427,10 +427,8 @@ class ChainScorer:
         if len(where) != 1:
             return []
         x = where[0]
-        placed: list[tuple[int, set[str]]] = []
-        for at, (_, names) in zip(self._mention_at, self.meaning_words, strict=True):
-            if all(at != seen for seen, _ in placed):  # a mention said again in the same place
-                placed.append((at, names))
+        # a mention said again in the same place (`_mention_again`, the same relations) is placed once
+        placed = list({at: names for at, (_, names) in zip(self._mention_at, self.meaning_words, strict=True)}.items())
         # a noun right before the mention names its kind, not a step ("the film X", "actor X")
         before = [names for at, names in sorted(placed, key=lambda p: -p[0]) if at < x - 1]
         after = [names for at, names in sorted(placed, key=lambda p: p[0]) if at > x] \
