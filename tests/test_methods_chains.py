@@ -463,12 +463,13 @@ def test_unasked_spans_withhold_what_the_graph_links_only_through_unnamed_relati
 
     asked = "what movies was [Alvin Meyers] the writer of"
     assert resolve_config("chains")["unasked_spans"] is True  # the default
-    loose, strict = offered(asked, unasked_spans=False), offered(asked)
+    # `past_ends` (also on by default) would withhold the co-writer too: off here, to see this option alone
+    loose, strict = offered(asked, unasked_spans=False, past_ends=False), offered(asked, past_ends=False)
     assert {"1942", "William Dieterle", "Wells Root", "Boston"} <= set(loose)
     assert set(loose) - set(strict) == {"1942", "William Dieterle"}
     assert {"Tennessee Johnson", "Wells Root", "Boston"} <= set(strict)
     silent = "what movies did [Alvin Meyers] write during the war"
-    assert offered(silent) == offered(silent, unasked_spans=False)
+    assert offered(silent, past_ends=False) == offered(silent, unasked_spans=False, past_ends=False)
 
 
 def _tsv_index(tmp_path: Path, triples: str, docs: str = "") -> Path:
@@ -573,6 +574,54 @@ def test_described_sets_keep_the_entity_the_question_describes(demo_index: Path)
                                          "of": 7}
     assert facts(llm).endswith("listed on: Lumera Bourse")
     assert record.prediction == "Lumera Bourse"
+
+
+def test_asked_sets_keep_the_ends_the_question_describes(demo_index: Path) -> None:
+    """`asked_sets` (on by default): "which mining company supplies X": the route reaches X's two
+    suppliers; the one whose description is a miner's stays, so it is the first candidate. Off, or
+    where the question names the kind alone ("which company"), both stay."""
+    def run(text: str, **overrides: Any) -> tuple[AnswerRecord, list[str]]:
+        question = Question("d", text, ["Orvask Lithium"], topic_entities=["Torvassa Cathode Materials"])
+        record, llm = _run(demo_index, question, _choose("supplier of (reverse)", NOT_FOUND), **overrides)
+        return record, llm.requests[-1].schema["properties"]["answer"]["enum"]
+
+    mining = "Which mining company supplies Torvassa Cathode Materials?"
+    assert resolve_config("chains")["asked_sets"] == 0.05
+    record, offered = run(mining)
+    assert record.extra["asked_ends"] == {"phrase": "mining company", "kept": ["Orvask Lithium"], "of": 2}
+    assert offered[0] == "Orvask Lithium" and "Torvassa Recycling Works" not in offered[:2]
+    off, offered_off = run(mining, asked_sets=0.0)
+    assert "asked_ends" not in off.extra and set(offered_off[:2]) == {"Orvask Lithium", "Torvassa Recycling Works"}
+    plain, _ = run("Which company supplies Torvassa Cathode Materials?")
+    assert "asked_ends" not in plain.extra
+    # every exchange's description says "stock exchange": the modifier chooses nothing
+    listed = Question("d", "On which stock exchange is the parent company of the aluminium smelter that supplies "
+                      "Norvale Motors listed?", ["Lumera Bourse"], topic_entities=["Norvale Motors"])
+    record, _ = _run(demo_index, listed, _choose("supplier of", "Lumera Bourse"), choose="top", described_sets=0.0)
+    assert "asked_ends" not in record.extra
+
+
+def test_past_ends_withhold_what_lies_one_step_past_the_route(tmp_path: Path) -> None:
+    """`past_ends` (on by default): the route to the film X wrote ends there; the film's co-writer
+    (a step past it, on no route) is no span a window may offer; the route's end, the topic and
+    what the graph does not hold ("Boston") stay. Off, the co-writer is offered."""
+    index = _tsv_index(tmp_path, "King Leopold's Ghost\twritten_by\tAdam Hochschild\n"
+                                 "King Leopold's Ghost\twritten_by\tPippa Scott\n"
+                                 "King Leopold's Ghost\thas_genre\tDocumentary\n",
+                       '{"id": "d1", "title": "King Leopold\'s Ghost", "text": "King Leopold\'s Ghost written by '
+                       'Pippa Scott. King Leopold\'s Ghost written by Adam Hochschild. It opened in Boston."}\n')
+
+    def offered(**overrides: Any) -> list[str]:
+        question = Question("q", "what movies did [Adam Hochschild] write", ["King Leopold's Ghost"],
+                            topic_entities=["Adam Hochschild"])
+        record, llm = _run(index, question, _choose("written", "King Leopold's Ghost"), choose="top", **overrides)
+        assert record.prediction == "King Leopold's Ghost"
+        return llm.requests[-1].schema["properties"]["answer"]["enum"]
+
+    assert resolve_config("chains")["past_ends"] is True
+    loose, strict = offered(past_ends=False), offered()
+    assert "Pippa Scott" in loose and "Pippa Scott" not in strict
+    assert {"King Leopold's Ghost", "Boston"} <= set(strict)
 
 
 def test_a_description_of_relation_words_alone_keeps_the_route(demo_index: Path) -> None:

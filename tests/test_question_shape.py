@@ -13,7 +13,12 @@ import pytest
 from engine.access.graph import Subgraph
 from engine.methods.shared.chain_plans import enumerate_chains
 from engine.methods.shared.chain_scoring import ChainScorer, ScoreWeights
-from engine.methods.shared.question_shape import asked_class, asked_for, described_phrase
+from engine.methods.shared.question_shape import (
+    asked_class,
+    asked_for,
+    described_kind,
+    described_phrase,
+)
 from engine.methods.shared.word_forms import (
     converse_forms,
     kin_forms,
@@ -467,6 +472,21 @@ def test_a_graph_that_names_both_sides_keeps_its_own_labels() -> None:
 ])
 def test_the_description_of_the_entities_next_to_the_topic(question: str, found: tuple[str, str] | None) -> None:
     assert described_phrase(question) == found
+
+
+@pytest.mark.parametrize(("question", "found"), [
+    ("which mining company supplies X?", "mining company"),  # "supplies" names `supplier of`
+    ("which American film director directed X", "american film director"),  # a participle ends it
+    ("on which stock exchange is X listed?", "stock exchange"),
+    ("which company supplies X?", None),  # the noun alone
+    ("what kind of film is X", None),  # "of" ends it after one word
+    ("which company owns the maker of X", None),  # a present-tense verb after the noun
+    ("which mining companies supply X", None),  # a plural after a modifier reads as a verb: nothing
+    ("which big old red mining company supplies X", None),  # longer than four words
+    ("who founded X", None),
+])
+def test_the_description_of_the_kind_asked_for(question: str, found: str | None) -> None:
+    assert described_kind(question, lambda w: w in ("supplies", "supply")) == found
 
 
 def _direction(question: str, relations: list[str], weight: float = 1.0) -> ChainScorer:

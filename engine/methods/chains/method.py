@@ -25,7 +25,9 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    `described_sets` (on by default), where the question describes the entities next to its topic
    ("the aluminium smelter that supplies X"), the chain's first set keeps those whose entity
    descriptions match the description best, and the chain is walked again from them
-   (`described`).
+   (`described`). With `asked_sets` (on by default; ours), where the question describes the kind
+   it asks for ("which mining company supplies X"), the end set keeps those whose descriptions
+   match that phrase best (`asked_ends`).
 5. Evidence from documents (when the index has them): sentence windows of the candidates' and
    the topic entities' documents and of the question's own best passages (dense search, BM25
    without vectors), ranked against the question at query time; the best `windows` are shown.
@@ -39,7 +41,8 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    entity that the graph links to the topic or the route only through relations the question does
    not name is not offered ("1942", the release year, in a window beside the route to the films X
    wrote); with `graph_spans=false` no span naming an entity next to the route that is not one of
-   its ends is. A chosen route is the model's own judgement that the
+   its ends is. With `past_ends` (on by default) no span naming what the route's last relation
+   reaches once more from its ends is offered (the parent's parent, the co-writer). A chosen route is the model's own judgement that the
    evidence answers the question (it could have said "none"): a 0.5B model then said "not
    found" beside a route that listed the answer, so the answer call keeps to the evidence.
 
@@ -86,7 +89,7 @@ from engine.methods.shared.common import (
     timed,
 )
 from engine.methods.shared.labels import display_text, entity_text
-from engine.methods.shared.question_shape import described_phrase
+from engine.methods.shared.question_shape import described_kind, described_phrase
 from engine.methods.shared.relation_inverses import inverse_relations
 from engine.methods.shared.topics import linked_or_searched
 from engine.methods.shared.word_forms import word_form, word_list, word_stems
@@ -159,6 +162,10 @@ class ChainsConfig(MethodConfig):
                                    "descriptions are within this cosine of the best match, the rest of the route "
                                    "walked again from them (0: off; an entity without a description stays)", low=0.0,
                                    high=1.0)
+    asked_sets: float = option(0.05, "where the question describes the kind it asks for in words beyond the kind's "
+                               "noun and its relation words (\"which mining company supplies X\"), the chosen route's "
+                               "end set keeps the entities whose descriptions are within this cosine of the best "
+                               "match (0: off; an entity without a description stays; ours)", low=0.0, high=1.0)
     step_direction: float = option(_D.step_direction, "weight: the first step goes the way the words around the mention say "
                                    "(\"founded by X\": X the agent; \"supplies X\": X the object)", **_W)
     bare_counts: bool = option(True, "a \"how many N\" question is offered a window's span \"<number> N\" as the "
@@ -238,6 +245,10 @@ class ChainsConfig(MethodConfig):
                                  "that names an entity the graph links to the chosen route (or the topic) only "
                                  "through relations the question does not name is not offered (\"1942\", the "
                                  "release year of the film X wrote, for \"what movies was X the writer of\"; ours)")
+    past_ends: bool = option(True, "a window span that names an entity the route's last relation reaches once more "
+                             "from its ends (either way; not on the route) is not offered: the route says how far "
+                             "the question goes (the parent's parent for \"the parent of the steel maker that "
+                             "supplies X\"; the co-writer of the film X wrote; ours)")
     alternatives: bool = option(False, "a question that offers alternatives (\"... north or south of Y?\") is offered "
                                 "them as answers in place of yes and no")
     evidence_last: str = option("named", "what the answer call reads last, nearest the question: the graph's facts "
@@ -304,6 +315,8 @@ class ChainsRun:
         chosen = self.choose(shown)
         if chosen is not None and cfg.described_sets:
             chosen = self.described(chosen)
+        if chosen is not None and cfg.asked_sets:
+            chosen = self.asked_ends(chosen)
         candidates = chosen.ends[: cfg.max_candidates] if chosen else []
         routes = [chosen] if chosen else []
         evidence = self.evidence(topics, routes, candidates)
@@ -446,6 +459,37 @@ class ChainsRun:
                                           "of": len(first)}
         return Chain(chain.topic, chain.steps, [chain.sets[0], *sets], chain.truncated, chain.score)
 
+    def asked_ends(self, chain: Chain) -> Chain:
+        """`asked_sets`: where the question describes the kind of entity it asks for beyond the
+        kind's noun and the words that name the route's relations ("which mining company supplies
+        X": "mining"), the route's end set keeps the entities whose descriptions the embedding
+        model puts within `asked_sets` of the best cosine to that phrase ("mining company"); the
+        route as it was where fewer than two of the ends have descriptions (one without a
+        description is kept), where every description says the phrase's modifiers ("which stock
+        exchange": each is a "stock exchange of ..."; the cosine would choose among equals) or
+        the route joins two topics."""
+        if chain.also is not None or self.dense is None or len(chain.ends) < 2:
+            return chain
+        said = set(self.scorer.relation_words) if self.scorer is not None else set()
+        phrase = described_kind(self.masked, lambda w: word_form(w) in said)
+        if phrase is None:
+            return chain  # "which company supplies X": nothing describes the company
+        table = self.ctx.linker.table
+        described = {e: text for e in chain.ends if (text := table.description(e))}
+        if len(described) < 2:
+            return chain
+        modifiers = {word_form(w) for w in phrase.split()[:-1]}
+        if all(modifiers <= set(word_stems(text)) for text in described.values()):
+            return chain  # "which stock exchange": every end's description says "stock"; nothing to choose
+        scores = dict(zip(described, self.dense.scores(phrase, list(described.values())), strict=True))
+        best = max(scores.values())
+        kept = [e for e in chain.ends if e not in scores or scores[e] >= best - self.config.asked_sets]
+        if len(kept) == len(chain.ends):
+            return chain
+        self.record.extra["asked_ends"] = {"phrase": phrase, "kept": [self.label(e) for e in kept],
+                                           "of": len(chain.ends)}
+        return Chain(chain.topic, chain.steps, [*chain.sets[:-1], kept], chain.truncated, chain.score)
+
     # ---- 4-5. candidates and evidence ---------------------------------------------------------
 
     def evidence(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> Evidence:
@@ -568,13 +612,36 @@ class ChainsRun:
         not hold (the chief executive that a supplier's report names). No route: nothing withheld."""
         if not routes or self.sub is None:
             return set()
+        past = self._past_ends(topics, routes) if self.config.past_ends else set()
         if self.config.graph_spans:
-            return self._unasked_values(topics, routes, candidates) if self.config.unasked_spans else set()
+            return past | (self._unasked_values(topics, routes, candidates) if self.config.unasked_spans else set())
         graph = self.sub.graph
         near = [*topics, *(e for c in routes for e in self._route_entities(c))]
         around = {n for e in near if e in graph for n in (*graph.successors(e), *graph.predecessors(e))}
         ends = {self.label(e).lower() for e in candidates}
         return {name for name in (self.label(n).lower() for n in around | set(topics)) if name not in ends}
+
+    def _past_ends(self, topics: list[str], routes: list[Chain]) -> set[str]:
+        """`past_ends`: the names (lower case) of the entities the question subgraph links to the chosen
+        routes' ends by the route's own last relation (either way), on no route and no topic: that
+        relation taken once more goes past what the question asks ("Brennvald Holdings", the parent
+        of the steel maker's parent, for "the parent of the steel maker that supplies X"; the
+        co-writer of the film X wrote, for "what films did X write")."""
+        graph = self.sub.graph if self.sub is not None else None
+        if graph is None:
+            return set()
+        legs = [leg for c in routes for leg in (c, c.also) if leg is not None]
+        on_route = {*topics, *(e for leg in legs for s in leg.sets for e in s)}
+        past: set[str] = set()
+        for leg in legs:
+            last = leg.steps[-1][0]
+            if last == MENTIONED:
+                continue
+            for end in (e for e in leg.sets[-1] if e in graph):
+                past.update(n for _, n, key in graph.out_edges(end, keys=True) if key == last)
+                past.update(n for n, _, key in graph.in_edges(end, keys=True) if key == last)
+        keep = {self.label(e).lower() for e in on_route}
+        return {name for name in (self.label(e).lower() for e in past - on_route) if name not in keep}
 
     def _unasked_values(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> set[str]:
         """`unasked_spans`: the names (lower case) of the entities that the question subgraph links to
@@ -679,5 +746,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -16,6 +16,7 @@ the one after its last possessive ("X's mother's nationality"). None when nothin
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _TOKEN = re.compile(r"[a-z0-9]+|'s")
 _SKIPPED = frozenset({"is", "are", "was", "were", "the", "a", "an", "did", "does", "do", "has", "have",
@@ -114,3 +115,28 @@ def described_phrase(masked_question: str) -> tuple[str, str] | None:
         return None
     return " ".join(between), between[opens - 1]
 
+
+
+_PHRASE_ENDS = frozenset({*_VERBS, *_DETERMINERS, *_TRAILING, "x", "on", "at", "from", "as", "and", "or"})
+
+
+def described_kind(masked_question: str, names_relation: Callable[[str], bool], longest: int = 4) -> str | None:
+    """The phrase after "which"/"what" that describes the kind asked for beyond its noun
+    ("which mining company supplies X": "mining company"), read up to a word that names a
+    relation (`names_relation`), a participle, an auxiliary, an article or a preposition, or a
+    present-tense verb after the noun ("which company owns ..."); None where the phrase is one
+    word, runs past `longest` words or its modifiers all name relations."""
+    words, _ = mention_words(masked_question)
+    start = next((i + 1 for i, w in enumerate(words) if w in ("which", "what")), None)
+    if start is None:
+        return None
+    phrase: list[str] = []
+    for word in words[start:]:
+        if word in _PHRASE_ENDS or names_relation(word) or participle(word) \
+                or (phrase and word.endswith("s") and not word.endswith("ss")):
+            break
+        phrase.append(word)
+        if len(phrase) > longest:
+            return None
+    modifiers = [w for w in phrase[:-1] if len(w) > 2]
+    return " ".join(phrase) if len(phrase) >= 2 and modifiers else None
