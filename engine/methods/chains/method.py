@@ -42,9 +42,10 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    not name is not offered ("1942", the release year, in a window beside the route to the films X
    wrote); with `graph_spans=false` no span naming an entity next to the route that is not one of
    its ends is. With `past_ends` (on by default) no span naming what the route's last relation
-   reaches once more from its ends is offered (the parent's parent, the co-writer). A chosen route is the model's own judgement that the
-   evidence answers the question (it could have said "none"): a 0.5B model then said "not
-   found" beside a route that listed the answer, so the answer call keeps to the evidence.
+   reaches once more from its ends is offered (the parent's parent, the co-writer). A chosen
+   route is the model's own judgement that the evidence answers the question (it could have said
+   "none"): a 0.5B model then said "not found" beside a route that listed the answer, so the
+   answer call keeps to the evidence.
 
 LLM calls: 0-1 answer by default; with `choose=llm`, 0-1 choice + 0-1 answer (none when nothing
 was found): at most 2 per question.
@@ -604,7 +605,8 @@ class ChainsRun:
 
     def _withheld(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> set[str]:
         """The names (lower case) the answer call is not offered as window spans: with `graph_spans` on
-        (the default), `unasked_spans`' (`_unasked_values`); with `graph_spans=false`:
+        (the default), `past_ends`' (`_past_ends`) and `unasked_spans`' (`_unasked_values`); with
+        `graph_spans=false` (which covers both):
         the entities next to the chosen routes in the question subgraph (neighbours of the topics and of
         the entities whose documents gave the windows) that are not the routes' ends. The graph holds
         them under a relation the routes did not take: "Tennessee Johnson release year 1942" in a
@@ -612,8 +614,8 @@ class ChainsRun:
         not hold (the chief executive that a supplier's report names). No route: nothing withheld."""
         if not routes or self.sub is None:
             return set()
-        past = self._past_ends(topics, routes) if self.config.past_ends else set()
         if self.config.graph_spans:
+            past = self._past_ends(topics, routes) if self.config.past_ends else set()
             return past | (self._unasked_values(topics, routes, candidates) if self.config.unasked_spans else set())
         graph = self.sub.graph
         near = [*topics, *(e for c in routes for e in self._route_entities(c))]

@@ -116,7 +116,6 @@ def described_phrase(masked_question: str) -> tuple[str, str] | None:
     return " ".join(between), between[opens - 1]
 
 
-
 _PHRASE_ENDS = frozenset({*_VERBS, *_DETERMINERS, *_TRAILING, "x", "on", "at", "from", "as", "and", "or"})
 
 
@@ -125,7 +124,8 @@ def described_kind(masked_question: str, names_relation: Callable[[str], bool], 
     ("which mining company supplies X": "mining company"), read up to a word that names a
     relation (`names_relation`), a participle, an auxiliary, an article or a preposition, or a
     present-tense verb after the noun ("which company owns ..."); None where the phrase is one
-    word, runs past `longest` words or its modifiers all name relations."""
+    word, its modifiers are words of two letters at most ("which US state") or it runs past
+    `longest` words."""
     words, _ = mention_words(masked_question)
     start = next((i + 1 for i, w in enumerate(words) if w in ("which", "what")), None)
     if start is None:
