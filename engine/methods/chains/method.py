@@ -445,14 +445,9 @@ class ChainsRun:
         if not [w for w in word_list(phrase) if w != word_form(head) and w not in said]:
             return chain  # "the company founded by X": nothing describes the company
         first = chain.sets[1]
-        table = self.ctx.linker.table
-        described = {e: text for e in first if (text := table.description(e))}
-        if len(described) < 2:
+        kept = self._closest_described(first, phrase, self.config.described_sets)
+        if kept is None:
             return chain
-        scores = dict(zip(described, self.dense.scores(phrase, list(described.values())), strict=True))
-        best = max(scores.values())
-        # an entity without a description is not judged: it stays
-        kept = [e for e in first if e not in scores or scores[e] >= best - self.config.described_sets]
         sets = walk_sets(self.sub, kept, chain.steps[1:], chain.topic) if len(kept) < len(first) else None
         if sets is None:
             return chain
@@ -475,21 +470,32 @@ class ChainsRun:
         phrase = described_kind(self.masked, lambda w: word_form(w) in said)
         if phrase is None:
             return chain  # "which company supplies X": nothing describes the company
-        table = self.ctx.linker.table
-        described = {e: text for e in chain.ends if (text := table.description(e))}
-        if len(described) < 2:
-            return chain
+        # "which stock exchange": where every end's description says "stock", nothing to choose
         modifiers = {word_form(w) for w in phrase.split()[:-1]}
-        if all(modifiers <= set(word_stems(text)) for text in described.values()):
-            return chain  # "which stock exchange": every end's description says "stock"; nothing to choose
-        scores = dict(zip(described, self.dense.scores(phrase, list(described.values())), strict=True))
-        best = max(scores.values())
-        kept = [e for e in chain.ends if e not in scores or scores[e] >= best - self.config.asked_sets]
-        if len(kept) == len(chain.ends):
+        kept = self._closest_described(chain.ends, phrase, self.config.asked_sets, modifiers)
+        if kept is None or len(kept) == len(chain.ends):
             return chain
         self.record.extra["asked_ends"] = {"phrase": phrase, "kept": [self.label(e) for e in kept],
                                            "of": len(chain.ends)}
         return Chain(chain.topic, chain.steps, [*chain.sets[:-1], kept], chain.truncated, chain.score)
+
+    def _closest_described(self, entities: list[str], phrase: str, margin: float,
+                           modifiers: set[str] | frozenset[str] = frozenset()) -> list[str] | None:
+        """The entities whose descriptions the embedding model puts within `margin` of the best
+        cosine to `phrase` (`described_sets`, `asked_sets`); an entity without a description is
+        not judged: it stays. None where fewer than two have descriptions, or where every
+        description says each of `modifiers` (word forms): the cosine would choose among equals."""
+        table = self.ctx.linker.table
+        if self.dense is None:
+            return None
+        described = {e: text for e in entities if (text := table.description(e))}
+        if len(described) < 2:
+            return None
+        if modifiers and all(modifiers <= set(word_stems(text)) for text in described.values()):
+            return None
+        scores = dict(zip(described, self.dense.scores(phrase, list(described.values())), strict=True))
+        best = max(scores.values())
+        return [e for e in entities if e not in scores or scores[e] >= best - margin]
 
     # ---- 4-5. candidates and evidence ---------------------------------------------------------
 

@@ -15,7 +15,13 @@ from typing import Any
 
 from engine.access.retrieval import DenseScorer
 from engine.methods.shared.chain_plans import Chain, step_text
-from engine.methods.shared.question_shape import asked_class, asked_for, mention_words, participle
+from engine.methods.shared.question_shape import (
+    ARTICLES,
+    asked_class,
+    asked_for,
+    mention_words,
+    participle,
+)
 from engine.methods.shared.word_forms import (
     content_word,
     converse_forms,
@@ -35,7 +41,6 @@ _KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
 _FOLLOWED = frozenset(["of", "by", "the", "a", "an", "in", "to", "for", "with", "on", "at", "from", "and", "is",
                        "was", "are", "were"])
 _WORD = re.compile(r"[a-z0-9]+")
-_ARTICLES = frozenset(["a", "an", "the"])  # `verb_mentions`: a verb, an article, then the mention
 # `unasked_last`: nouns that ask for a classification without naming its relation ("what types are
 # the movies ...": their genres)
 _CLASSIFIERS = frozenset(word_form(w) for w in ("type", "kind", "sort", "category", "class", "variety"))
@@ -360,7 +365,7 @@ class ChainScorer:
         # relation in words the model does not place ("couple" for `spouse`), `unnamed_step`
         self.silent_words = [w for w in words if not named[w] and w not in kind]
         if self.weights.verb_mentions:  # "complete a bulk transaction": the mention's verb names no other relation
-            verbs = {tokens[i] for i in at if i + 2 < len(tokens) and tokens[i + 1] in _ARTICLES
+            verbs = {tokens[i] for i in at if i + 2 < len(tokens) and tokens[i + 1] in ARTICLES
                      and named.get(tokens[i + 2]) and tokens[i + 2] not in kind}
             self.silent_words = [w for w in self.silent_words if w not in verbs]
         mentions: list[tuple[str, set[str]]] = []

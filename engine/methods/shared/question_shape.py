@@ -81,7 +81,7 @@ def asked_class(masked_question: str) -> str | None:
 _PARTICIPLES = frozenset(["born", "written", "made", "led", "built", "held", "sold", "known", "given", "taken",
                           "owned", "run", "grown", "shown", "chosen"])
 _RELATIVE = frozenset(["that", "which", "who", "whom", "whose"])
-_DETERMINERS = frozenset(["the", "a", "an"])
+ARTICLES = frozenset(["the", "a", "an"])  # also `chain_scoring`'s `verb_mentions`
 
 
 def participle(word: str) -> bool:
@@ -106,7 +106,7 @@ def described_phrase(masked_question: str) -> tuple[str, str] | None:
     words, at = mention_words(masked_question)
     if at is None:
         return None
-    start = next((i for i in range(at - 1, -1, -1) if words[i] in _DETERMINERS), None)
+    start = next((i for i in range(at - 1, -1, -1) if words[i] in ARTICLES), None)
     if start is None:
         return None
     between = words[start + 1:at]
@@ -116,7 +116,7 @@ def described_phrase(masked_question: str) -> tuple[str, str] | None:
     return " ".join(between), between[opens - 1]
 
 
-_PHRASE_ENDS = frozenset({*_VERBS, *_DETERMINERS, *_TRAILING, "x", "on", "at", "from", "as", "and", "or"})
+_PHRASE_ENDS = frozenset({*_VERBS, *ARTICLES, *_TRAILING, "x", "on", "at", "from", "as", "and", "or"})
 
 
 def described_kind(masked_question: str, names_relation: Callable[[str], bool], longest: int = 4) -> str | None:
