@@ -12,7 +12,7 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-VERB.md
 . bench/chain_rank_jobs.sh
-D=$NOW
+D=$VERB
 each() {  # $1: the JSON part, then the questions' arguments
   local part=$1; shift
   run $part "$@" $D

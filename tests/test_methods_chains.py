@@ -882,3 +882,86 @@ def test_verb_mentions_a_verb_before_an_article_and_a_mention_names_no_other_rel
     assert one - two > one_off - two_off
     assert scorer("which company did X complete a purchase from ?", True).silent_words == ["complete", "purchase"]
     assert resolve_config("chains")["verb_mentions"] is True
+
+
+def test_frame_words_the_request_and_the_topics_kind_are_no_unplaced_words() -> None:
+    """`frame_words`: "movie" in "the release year of the movie X" says what X is, and "can you name"
+    is how the question asks: neither is a word that may stand for a relation the scorer cannot
+    place, so every word is accounted for and a route that takes `release year` a second time (from
+    the year to a film titled as that year, then its year) costs `unasked_last`. Off, they are silent
+    words and excuse the extra step. A noun after an article elsewhere stays silent."""
+    from dataclasses import replace
+
+    from engine.methods.shared.chain_plans import Chain
+    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
+
+    relations = ["release_year", "directed_by", "has_genre"]
+
+    def scorer(question: str, on: bool) -> ChainScorer:
+        weights = replace(CHAINS_WEIGHTS, frame_words=on, unasked_last=0.5)
+        return ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
+
+    def chain(*steps: str) -> Chain:
+        return Chain("X", tuple((s, "out") for s in steps), [["X"], *([["e"]] * len(steps))])
+
+    question = "what was the release year of the movie X"
+    on, off = scorer(question, True), scorer(question, False)
+    assert on.silent_words == [] and off.silent_words == ["movie"]
+    assert on.names_each_word and not off.names_each_word
+    twice = chain("release_year", "release_year")
+    assert on._unasked_last(twice) == 1.0 and off._unasked_last(twice) == 0.0
+    (one, two), (one_off, two_off) = on([chain("release_year"), twice]), off([chain("release_year"), twice])
+    assert one > two and one - two > one_off - two_off
+    assert scorer("can you name a film directed by X", True).silent_words == []
+    assert "you" in scorer("can you name a film directed by X", False).silent_words
+    # "plot" after an article, not before the topic: a word the question leaves unplaced
+    assert scorer("what is the plot of the movie X", True).silent_words == ["plot"]
+    assert resolve_config("chains")["frame_words"] is True
+
+
+def test_whole_spans_offer_the_names_a_passage_says_whole_not_their_cut_parts() -> None:
+    """`whole_names` (`answer_spans.whole_spans`): the span patterns cut "Harry L. Fraser" at its full
+    stop and "Sinbad and the Eye of the Tiger" at its lower-case "and the"; where the passage says such
+    a known name whole, the name is offered in place of the parts it alone holds. A part the passage
+    also says on its own stays ("Zhennad", the town); the topic's own name cuts its parts and is not
+    offered; without known names the spans are as before."""
+    from engine.methods.shared.answer_spans import allowed_answers, spans_of, whole_spans
+
+    text = "'Neath the Arizona Skies directed by Harry L. Fraser. 'Neath the Arizona Skies starred actors John Wayne."
+    known = ["Harry L. Fraser", "John Wayne", "'Neath the Arizona Skies"]
+    assert "Harry L" in spans_of(text) and "Harry L. Fraser" not in spans_of(text)
+    assert whole_spans(text, spans_of(text), known, {"'neath the arizona skies"}) == ["Harry L. Fraser", "John Wayne"]
+    title = "Sinbad and the Eye of the Tiger starred actors Margaret Whiting."
+    assert whole_spans(title, spans_of(title), ["Sinbad and the Eye of the Tiger", "Margaret Whiting"]) == \
+        ["Sinbad and the Eye of the Tiger", "Margaret Whiting"]
+    town = "Zhennad Aluminium has its head office in Zhennad in Tarvania."
+    assert "Zhennad" in whole_spans(town, spans_of(town), ["Zhennad Aluminium"])
+    assert whole_spans(town, spans_of(town), []) == spans_of(town)
+    offered = allowed_answers("who directed X", ["Harry L. Fraser"], [text], known=known,
+                              unoffered={"'neath the arizona skies"})
+    assert offered == ["Harry L. Fraser", "John Wayne"]
+    assert "Harry L" in allowed_answers("who directed X", [], [text])
+
+
+def test_whole_names_offer_a_neighbour_s_name_whole_not_its_cut_parts(tmp_path: Path) -> None:
+    """`whole_names` (on by default): the director's window names him "Harry L. Fraser", which the
+    span patterns cut at the full stop into "Harry L" and "Fraser"; the director is on the route in
+    the question subgraph, so his whole name is offered and the parts are not, nor the parts of the
+    topic's own title ("Arizona Skies"). Off, the cut parts are offered."""
+    index = _tsv_index(tmp_path, "'Neath the Arizona Skies\tdirected_by\tHarry L. Fraser\n"
+                                 "Randy Rides Alone\tdirected_by\tHarry L. Fraser\n",
+                       '{"id": "d1", "title": "Harry L. Fraser", "text": "Harry L. Fraser directed \'Neath the '
+                       'Arizona Skies. Harry L. Fraser directed Randy Rides Alone."}\n')
+
+    def offered(**overrides: Any) -> list[str]:
+        question = Question("q", "who directed ['Neath the Arizona Skies]", ["Harry L. Fraser"],
+                            topic_entities=["'Neath the Arizona Skies"])
+        record, llm = _run(index, question, _choose("directed", "Harry L. Fraser"), choose="top", **overrides)
+        assert record.prediction == "Harry L. Fraser"
+        return llm.requests[-1].schema["properties"]["answer"]["enum"]
+
+    assert resolve_config("chains")["whole_names"] is True
+    cut, whole = offered(whole_names=False), offered(whole_names=True)
+    assert "Harry L" in cut and "Fraser" in cut and "Arizona Skies" in cut
+    assert "Harry L" not in whole and "Fraser" not in whole and "Arizona Skies" not in whole
+    assert whole == ["Harry L. Fraser"]  # "Randy Rides Alone", a step past the route: `past_ends`

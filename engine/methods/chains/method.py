@@ -208,6 +208,10 @@ class ChainsConfig(MethodConfig):
     verb_mentions: bool = option(True, "a word right before an article and a relation mention (\"complete a bulk "
                                  "transaction with\") is the mention's verb, not a word that names nothing: it "
                                  "excuses no unnamed step and leaves unasked_last on (ours)")
+    frame_words: bool = option(True, "the words that frame the question are no words it leaves unplaced: a request "
+                               "(\"can you name ...\", \"list ...\") and a noun between an article and the topic "
+                               "entity, which says what the topic is (\"the release date of the movie X\"); they excuse "
+                               "no unnamed step and leave unasked_last on (ours)")
     unnamed_hops: float = option(1.0, "per step beyond the first, beside hop_penalty, where the question names no "
                                  "relation of the question subgraph, by word form or meaning, and asks for none there "
                                  "and back (\"the same N\"): the fewest steps then (\"what films are about X\"; ours)",
@@ -242,6 +246,11 @@ class ChainsConfig(MethodConfig):
     graph_spans: bool = option(True, "offer the window spans that name an entity next to the chosen route in the "
                                "question subgraph (false: only the route's ends among them; the graph holds the "
                                "others under relations the route did not take)")
+    whole_names: bool = option(True, "where a window says whole the name of an entity next to the topic or the chosen "
+                               "route in the question subgraph and a span falls inside it, the name is offered in "
+                               "place of the spans it alone holds (\"Harry L. Fraser\", not \"Harry L\"; \"Sinbad "
+                               "and the Eye of the Tiger\", not \"Tiger\"); the topic's own name cuts its parts and is "
+                               "not offered (ours)")
     unasked_spans: bool = option(True, "where every question word names a relation or the kind asked, a window span "
                                  "that names an entity the graph links to the chosen route (or the topic) only "
                                  "through relations the question does not name is not offered (\"1942\", the "
@@ -694,13 +703,26 @@ class ChainsRun:
         lasts = [chosen.steps[-1][0], *([chosen.also.steps[-1][0]] if chosen.also is not None else [])]
         return any(r in self.named_relations for r in lasts)
 
+    def _known_names(self, topics: list[str], chosen: Chain | None) -> tuple[set[str], set[str]]:
+        """`whole_names`: the names of the topics, of the chosen route's entities and of their
+        neighbours in the question subgraph (the entities their documents name), and the topics'
+        own names in lower case."""
+        near = [*topics, *(self._route_entities(chosen) if chosen is not None else [])]
+        graph = self.sub.graph if self.sub is not None else None
+        around = set(near)
+        if graph is not None:
+            around |= {n for e in near if e in graph for n in (*graph.successors(e), *graph.predecessors(e))}
+        return {self.label(e) for e in around}, {self.label(t).lower() for t in topics}
+
     def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence,
                withheld: set[str] | None = None) -> None:
         record, cfg = self.record, self.config
         names = [self.label(e) for e in candidates]
         passages = [w.text for w in evidence.windows]
+        known, topic_names = self._known_names(topics, chosen) if cfg.whole_names else (set(), set())
         allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives, withheld=withheld or set(),
-                                  counts=cfg.bare_counts, definite=cfg.definite_kinds)
+                                  counts=cfg.bare_counts, definite=cfg.definite_kinds, known=known,
+                                  unoffered=topic_names)
         record.extra["candidates"] = allowed
         record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
@@ -754,5 +776,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"whole_names": False, "frame_words": False, "past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

@@ -103,6 +103,38 @@ def spans_of(text: str, definite: bool = False) -> list[str]:
     return list(spans)
 
 
+def whole_spans(passage: str, spans: Sequence[str], known: Collection[str],
+                unoffered: Collection[str] = ()) -> list[str]:
+    """`spans` of `passage` with the `known` names it says whole where the span patterns cut them
+    ("Harry L. Fraser" at its full stop, "Sinbad and the Eye of the Tiger" at its lower-case "and
+    the"), in order of appearance, and without the spans that the passage says only inside known
+    names ("Harry L", "Tiger"). A known name no span falls inside of is not added (the patterns did
+    not offer it: "charles_iii_of_spain"); one in `unoffered` (lower case: the topic's own) still
+    cuts its parts but is not offered."""
+    found = [(a, b, name) for name in known if len(name) > 1 and name in passage for a, b in _said(passage, name)]
+    if not found:
+        return list(spans)
+    covers = [(start, end) for start, end, _ in found]
+
+    def inside_only(span: str) -> bool:
+        hits = _said(passage, span)
+        return bool(hits) and all(any(s <= a and b <= e and b - a < e - s for s, e in covers) for a, b in hits)
+
+    cut = [(a, b) for span in spans for a, b in _said(passage, span)]
+    placed = [(start, name) for start, end, name in found if name.lower() not in unoffered
+              and any(start <= a and b <= end and b - a < end - start for a, b in cut)]
+    for span in spans:
+        if not inside_only(span):
+            at = passage.find(span)
+            placed.append((at if at >= 0 else len(passage), span))
+    return list(dict.fromkeys(span for _, span in sorted(placed, key=lambda item: item[0])))
+
+
+def _said(passage: str, name: str) -> list[tuple[int, int]]:
+    """Where `passage` says `name` as whole words."""
+    return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", passage)]
+
+
 def is_yes_no(question: str) -> bool:
     """Whether the question opens as one asking for yes or no ("Are both X and Y American?");
     `alternatives` tells one that asks which of two ("Are X and Y democratic or republican?")."""
@@ -215,13 +247,15 @@ def _named_on(tokens: Sequence[str], before: int, after: int) -> bool:
 
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
                     limit: int = 60, choices: bool = False, withheld: Collection[str] = (),
-                    counts: bool = False, definite: bool = False) -> list[str]:
+                    counts: bool = False, definite: bool = False, known: Collection[str] = (),
+                    unoffered: Collection[str] = ()) -> list[str]:
     """The answers the model may give: "yes"/"no" for a yes/no question, the candidate entity
     names, then the spans of the passages, at most `limit` in all. With `choices`, a question that
     offers alternatives ("... democratic or republican?") gets them in place of yes and no. A span
     in `withheld` (lower case) is not offered; a candidate name always is. With `counts` a "how
     many N" question is offered a span "<number> N" as the bare number (`bare_count`); `definite`:
-    `spans_of`'s."""
+    `spans_of`'s. `known`: entity names a passage may say whole (`whole_spans`); `unoffered` (lower
+    case) among them cut spans but are not offered themselves (the topic's own name)."""
     allowed: dict[str, None] = {}
     offered = alternatives(question) if choices else []
     if is_yes_no(question) and not offered:
@@ -231,7 +265,8 @@ def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str]
         if name.strip():
             allowed.setdefault(name.strip(), None)
     for passage in passages:
-        for span in spans_of(passage, definite):
+        for span in whole_spans(passage, spans_of(passage, definite), known, unoffered) if known \
+                else spans_of(passage, definite):
             if span.lower() not in withheld:
                 allowed.setdefault(bare_count(question, span) if counts else span, None)
     return list(allowed)[:limit]

@@ -37,6 +37,8 @@ _QUESTION_WORDS = frozenset(["who", "whom", "whose", "what", "which", "when", "w
 # ("which company ...", "the company that supplies ..."), not a relation
 _KIND_BEFORE = frozenset(["which", "what"])
 _KIND_AFTER = frozenset(["that", "which", "who", "whom", "whose"])
+# `frame_words`: the words a question uses to ask, not what it asks ("can you name ...", "list ...")
+_REQUEST_WORDS = frozenset(["you", "your", "name", "list", "tell", "give", "show"])
 # words before a mention that are not a verb of it ("the director of X", "written by X")
 _FOLLOWED = frozenset(["of", "by", "the", "a", "an", "in", "to", "for", "with", "on", "at", "from", "and", "is",
                        "was", "are", "were"])
@@ -125,6 +127,10 @@ class ChainScorer:
     executive of ..." asks the report); `mention_order` weighs how many of the question's relation
     mentions, in the order English nests them from the entity out, the chain's steps answer in that
     order (`_step_order`, `_in_order`: "X 's mom 's parents 's kid" is parents, parents, children).
+
+    With `frame_words` (on in `chains`, off in the weights `hydra` reads) the words that frame the
+    question are not `silent_words`: a request ("can you name ...", "list ...") and a noun between an
+    article and the topic ("the release date of the movie X"), which says what the topic is.
 
     With `inverses` (`relation_inverses`, the `chains` option `inverse_steps`) every term reads a
     reverse step of a relation that has an inverse as a forward step of the inverse (`_read`).
@@ -368,6 +374,9 @@ class ChainScorer:
             verbs = {tokens[i] for i in at if i + 2 < len(tokens) and tokens[i + 1] in ARTICLES
                      and named.get(tokens[i + 2]) and tokens[i + 2] not in kind}
             self.silent_words = [w for w in self.silent_words if w not in verbs]
+        if self.weights.frame_words:  # "can you name ...", "the release date of the movie X": nothing asked
+            apposed = {tokens[i] for i in range(1, len(tokens) - 1) if tokens[i + 1] == "x" and tokens[i - 1] in ARTICLES}
+            self.silent_words = [w for w in self.silent_words if w not in apposed and w not in _REQUEST_WORDS]
         mentions: list[tuple[str, set[str]]] = []
         self._mention_at = []
         last = -9
@@ -636,6 +645,7 @@ class ScoreWeights:
     co_words: bool = False
     mention_order: float = 0.0
     verb_mentions: bool = False
+    frame_words: bool = False
 
     KEYS = ("last_step", "first_step", "hop_penalty", "hub_penalty", "asked_type", "word_overlap", "relation_cover",
             "relation_order")
@@ -654,7 +664,7 @@ class ScoreWeights:
                    reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words),
                    kin_synonyms=bool(config.kin_synonyms), unasked_last=float(config.unasked_last),
                    co_words=bool(config.co_words), mention_order=float(config.mention_order),
-                   verb_mentions=bool(config.verb_mentions))
+                   verb_mentions=bool(config.verb_mentions), frame_words=bool(getattr(config, "frame_words", False)))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
