@@ -12,15 +12,5 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-FRAME.md
 . bench/chain_rank_jobs.sh
-D=$NOW
-each() {  # $1: the JSON part, then the questions' arguments
-  local part=$1; shift
-  run $part "$@" $D
-}
-samples
-pq2h_index
-{ for seed in 0 1 2 3; do echo "## PQ-2H, seed $seed"; echo
-  each $json.b --index data/indexes/pq2h --questions $S/pathquestion/PQ-2H.txt --seed $seed
-done; } >> $out.b
-finish "chains: the LLM-free chain ranking with the defaults since frame_words, samples of 50" \
-  "The method's defaults (\`$D\`; those before \`frame_words\` are in CHAIN-RANK-VERB.md). Seed 0 is the tables' sample; seeds 1-3 were used to check. \`bash bench/chain_rank_frame_md.sh\` writes this file."
+defaults_page "$NOW" "chains: the LLM-free chain ranking with the defaults since frame_words, samples of 50" \
+  "The method's defaults (\`$NOW\`; those before \`frame_words\` are in CHAIN-RANK-VERB.md). Seed 0 is the tables' sample; seeds 1-3 were used to check. \`bash bench/chain_rank_frame_md.sh\` writes this file."

@@ -1,7 +1,7 @@
 # Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked,repeat,co,order,order_pq2h,verb,frame}_md.sh): each runs
 # jobs of bench.chain_rank, writing $out.a / $out.b and their counts to $json.a / $json.b (cleared when
 # sourced). Needs $out (the results page) set; sets $S (the shared data), $json (bench/results/chain_rank.json),
-# $DEFAULTS, $CO, $VERB and $NOW, and the function pq2h_index.
+# $DEFAULTS, $CO, $VERB and $NOW, and the functions pq2h_index and defaults_page.
 S=../shared/data
 json=bench/results/chain_rank.json
 # the method's defaults since `inverse_steps` (bench.chain_rank pins them off unless set); the scripts add the later ones
@@ -42,4 +42,19 @@ samples() {  # the script's `each` (its JSON part, then the questions' arguments
   done
   echo "## The demo (54 questions)"; echo
   each $json.b --index data/indexes/demo --questions data/demo/questions.jsonl --sample 100; } > $out.b
+}
+
+defaults_page() {  # $1: the settings; $2: the page's title, $3: its introduction. The defaults on every set:
+  # MetaQA 1/2/3-hop, PQ-3H and the demo (`samples`), then PQ-2H (seeds 0-3), into $out
+  D=$1
+  each() {  # $1: the JSON part, then the questions' arguments
+    local part=$1; shift
+    run $part "$@" $D
+  }
+  samples
+  pq2h_index
+  { for seed in 0 1 2 3; do echo "## PQ-2H, seed $seed"; echo
+    each $json.b --index data/indexes/pq2h --questions $S/pathquestion/PQ-2H.txt --seed $seed
+  done; } >> $out.b
+  finish "$2" "$3"
 }

@@ -12,15 +12,5 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-VERB.md
 . bench/chain_rank_jobs.sh
-D=$VERB
-each() {  # $1: the JSON part, then the questions' arguments
-  local part=$1; shift
-  run $part "$@" $D
-}
-samples
-pq2h_index
-{ for seed in 0 1 2 3; do echo "## PQ-2H, seed $seed"; echo
-  each $json.b --index data/indexes/pq2h --questions $S/pathquestion/PQ-2H.txt --seed $seed
-done; } >> $out.b
-finish "chains: the LLM-free chain ranking with the defaults since mention_order and verb_mentions, samples of 50" \
-  "The method's defaults (\`$D\`; those before \`mention_order\` and \`verb_mentions\` are in CHAIN-RANK-CO.md and, for PQ-2H, CHAIN-RANK-ORDER-PQ2H.md). Seed 0 is the tables' sample; seeds 1-3 were used to check. \`bash bench/chain_rank_verb_md.sh\` writes this file."
+defaults_page "$VERB" "chains: the LLM-free chain ranking with the defaults since mention_order and verb_mentions, samples of 50" \
+  "The method's defaults (\`$VERB\`; those before \`mention_order\` and \`verb_mentions\` are in CHAIN-RANK-CO.md and, for PQ-2H, CHAIN-RANK-ORDER-PQ2H.md). Seed 0 is the tables' sample; seeds 1-3 were used to check. \`bash bench/chain_rank_verb_md.sh\` writes this file."

@@ -31,6 +31,7 @@ from engine.methods.shared.answer_spans import (
     stated_form,
 )
 from engine.methods.shared.chain_plans import Chain, distinct_best, enumerate_chains, joined_chains
+from engine.methods.shared.chain_scoring import ChainScorer
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
@@ -601,6 +602,15 @@ def test_asked_sets_keep_the_ends_the_question_describes(demo_index: Path) -> No
     assert "asked_ends" not in record.extra
 
 
+def _offered(index: Path, text: str, answer: str, topic: str, said: str, **overrides: Any) -> list[str]:
+    """The answer call's enum for a question about `topic` whose route the word `said` names and whose
+    scripted reply is `answer` (the prediction, checked)."""
+    question = Question("q", text, [answer], topic_entities=[topic])
+    record, llm = _run(index, question, _choose(said, answer), choose="top", **overrides)
+    assert record.prediction == answer
+    return llm.requests[-1].schema["properties"]["answer"]["enum"]
+
+
 def test_past_ends_withhold_what_lies_one_step_past_the_route(tmp_path: Path) -> None:
     """`past_ends` (on by default): the route to the film X wrote ends there; the film's co-writer
     (a step past it, on no route) is no span a window may offer; the route's end, the topic and
@@ -612,11 +622,8 @@ def test_past_ends_withhold_what_lies_one_step_past_the_route(tmp_path: Path) ->
                        'Pippa Scott. King Leopold\'s Ghost written by Adam Hochschild. It opened in Boston."}\n')
 
     def offered(**overrides: Any) -> list[str]:
-        question = Question("q", "what movies did [Adam Hochschild] write", ["King Leopold's Ghost"],
-                            topic_entities=["Adam Hochschild"])
-        record, llm = _run(index, question, _choose("written", "King Leopold's Ghost"), choose="top", **overrides)
-        assert record.prediction == "King Leopold's Ghost"
-        return llm.requests[-1].schema["properties"]["answer"]["enum"]
+        return _offered(index, "what movies did [Adam Hochschild] write", "King Leopold's Ghost", "Adam Hochschild",
+                        "written", **overrides)
 
     assert resolve_config("chains")["past_ends"] is True
     loose, strict = offered(past_ends=False), offered()
@@ -850,6 +857,33 @@ def test_mention_order_reads_the_relations_from_the_entity_out() -> None:
     assert resolve_config("chains")["mention_order"] == 0.3
 
 
+def _word_scorer(question: str, relations: list[str], **weights: Any) -> ChainScorer:
+    """A lexical chain scorer with the `chains` weights, `unasked_last` 0.5 and `weights` (the word-term tests)."""
+    from dataclasses import replace
+
+    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS
+
+    return ChainScorer("lexical", question, lambda r: r.replace("_", " "), None,
+                       replace(CHAINS_WEIGHTS, unasked_last=0.5, **weights), relations=relations)
+
+
+def _out_chain(*steps: str) -> Chain:
+    """A chain from X out along `steps`, one entity a set."""
+    return Chain("X", tuple((s, "out") for s in steps), [["X"], *([["e"]] * len(steps))])
+
+
+def _placed_words_cost_a_step_more(option: str, relations: list[str], question: str, silent_off: list[str],
+                                   short: list[str], longer: list[str]) -> None:
+    """With `option` on every word of `question` is placed (off: `silent_off` are not), so the route
+    a step longer than `short` costs `unasked_last` and ranks further below it than with the option off."""
+    on, off = _word_scorer(question, relations, **{option: True}), _word_scorer(question, relations, **{option: False})
+    assert on.silent_words == [] and off.silent_words == silent_off
+    assert on.names_each_word and not off.names_each_word
+    assert on._unasked_last(_out_chain(*longer)) == 1.0 and off._unasked_last(_out_chain(*longer)) == 0.0
+    (one, two), (one_off, two_off) = (scorer([_out_chain(*short), _out_chain(*longer)]) for scorer in (on, off))
+    assert one > two and one - two > one_off - two_off
+
+
 def test_verb_mentions_a_verb_before_an_article_and_a_mention_names_no_other_relation() -> None:
     """`verb_mentions`: in "which company did X complete a bulk transaction with" the word "complete"
     comes right before an article and the mention "bulk transaction": it is that mention's verb, not a
@@ -857,30 +891,11 @@ def test_verb_mentions_a_verb_before_an_article_and_a_mention_names_no_other_rel
     route that goes on past the bulk transaction (to the partner's parent) costs `unasked_last`.
     Off, "complete" names nothing and excuses the extra step. A word before an article and a word that
     names nothing stays silent ("complete a purchase")."""
-    from dataclasses import replace
-
-    from engine.methods.shared.chain_plans import Chain
-    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
-
     relations = ["bulk_transaction_with", "subsidiary_of"]
-
-    def scorer(question: str, on: bool) -> ChainScorer:
-        weights = replace(CHAINS_WEIGHTS, verb_mentions=on, unasked_last=0.5)
-        return ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
-
-    def chain(*steps: str) -> Chain:
-        return Chain("X", tuple((s, "out") for s in steps), [["X"], *([["e"]] * len(steps))])
-
-    question = "which company did X complete a bulk transaction with ?"
-    on, off = scorer(question, True), scorer(question, False)
-    assert on.silent_words == [] and off.silent_words == ["complete"]
-    assert on.names_each_word and not off.names_each_word
-    longer = chain("bulk_transaction_with", "subsidiary_of")
-    assert on._unasked_last(longer) == 1.0 and off._unasked_last(longer) == 0.0
-    (one, two), (one_off, two_off) = on([chain("bulk_transaction_with"), longer]), \
-        off([chain("bulk_transaction_with"), longer])
-    assert one - two > one_off - two_off
-    assert scorer("which company did X complete a purchase from ?", True).silent_words == ["complete", "purchase"]
+    _placed_words_cost_a_step_more("verb_mentions", relations, "which company did X complete a bulk transaction with ?",
+                                   ["complete"], ["bulk_transaction_with"], ["bulk_transaction_with", "subsidiary_of"])
+    purchase = _word_scorer("which company did X complete a purchase from ?", relations, verb_mentions=True)
+    assert purchase.silent_words == ["complete", "purchase"]
     assert resolve_config("chains")["verb_mentions"] is True
 
 
@@ -890,28 +905,13 @@ def test_frame_words_the_request_and_the_topics_kind_are_no_unplaced_words() -> 
     place, so every word is accounted for and a route that takes `release year` a second time (from
     the year to a film titled as that year, then its year) costs `unasked_last`. Off, they are silent
     words and excuse the extra step. A noun after an article elsewhere stays silent."""
-    from dataclasses import replace
-
-    from engine.methods.shared.chain_plans import Chain
-    from engine.methods.shared.chain_scoring import CHAINS_WEIGHTS, ChainScorer
-
     relations = ["release_year", "directed_by", "has_genre"]
 
     def scorer(question: str, on: bool) -> ChainScorer:
-        weights = replace(CHAINS_WEIGHTS, frame_words=on, unasked_last=0.5)
-        return ChainScorer("lexical", question, lambda r: r.replace("_", " "), None, weights, relations=relations)
+        return _word_scorer(question, relations, frame_words=on)
 
-    def chain(*steps: str) -> Chain:
-        return Chain("X", tuple((s, "out") for s in steps), [["X"], *([["e"]] * len(steps))])
-
-    question = "what was the release year of the movie X"
-    on, off = scorer(question, True), scorer(question, False)
-    assert on.silent_words == [] and off.silent_words == ["movie"]
-    assert on.names_each_word and not off.names_each_word
-    twice = chain("release_year", "release_year")
-    assert on._unasked_last(twice) == 1.0 and off._unasked_last(twice) == 0.0
-    (one, two), (one_off, two_off) = on([chain("release_year"), twice]), off([chain("release_year"), twice])
-    assert one > two and one - two > one_off - two_off
+    _placed_words_cost_a_step_more("frame_words", relations, "what was the release year of the movie X", ["movie"],
+                                   ["release_year"], ["release_year", "release_year"])
     assert scorer("can you name a film directed by X", True).silent_words == []
     assert "you" in scorer("can you name a film directed by X", False).silent_words
     # "plot" after an article, not before the topic: a word the question leaves unplaced
@@ -954,11 +954,8 @@ def test_whole_names_offer_a_neighbour_s_name_whole_not_its_cut_parts(tmp_path: 
                        'Arizona Skies. Harry L. Fraser directed Randy Rides Alone."}\n')
 
     def offered(**overrides: Any) -> list[str]:
-        question = Question("q", "who directed ['Neath the Arizona Skies]", ["Harry L. Fraser"],
-                            topic_entities=["'Neath the Arizona Skies"])
-        record, llm = _run(index, question, _choose("directed", "Harry L. Fraser"), choose="top", **overrides)
-        assert record.prediction == "Harry L. Fraser"
-        return llm.requests[-1].schema["properties"]["answer"]["enum"]
+        return _offered(index, "who directed ['Neath the Arizona Skies]", "Harry L. Fraser", "'Neath the Arizona Skies",
+                        "directed", **overrides)
 
     assert resolve_config("chains")["whole_names"] is True
     cut, whole = offered(whole_names=False), offered(whole_names=True)
