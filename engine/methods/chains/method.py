@@ -632,9 +632,7 @@ class ChainsRun:
         if self.config.graph_spans:
             past = self._past_ends(topics, routes) if self.config.past_ends else set()
             return past | (self._unasked_values(topics, routes, candidates) if self.config.unasked_spans else set())
-        graph = self.sub.graph
-        near = [*topics, *(e for c in routes for e in self._route_entities(c))]
-        around = {n for e in near if e in graph for n in (*graph.successors(e), *graph.predecessors(e))}
+        around = self._around([*topics, *(e for c in routes for e in self._route_entities(c))])
         ends = {self.label(e).lower() for e in candidates}
         return {name for name in (self.label(n).lower() for n in around | set(topics)) if name not in ends}
 
@@ -708,18 +706,21 @@ class ChainsRun:
         neighbours in the question subgraph (the entities their documents name), and the topics'
         own names in lower case."""
         near = [*topics, *(self._route_entities(chosen) if chosen is not None else [])]
+        return {self.label(e) for e in {*near, *self._around(near)}}, {self.label(t).lower() for t in topics}
+
+    def _around(self, near: list[str]) -> set[str]:
+        """The neighbours of `near` in the question subgraph (either way)."""
         graph = self.sub.graph if self.sub is not None else None
-        around = set(near)
-        if graph is not None:
-            around |= {n for e in near if e in graph for n in (*graph.successors(e), *graph.predecessors(e))}
-        return {self.label(e) for e in around}, {self.label(t).lower() for t in topics}
+        if graph is None:
+            return set()
+        return {n for e in near if e in graph for n in (*graph.successors(e), *graph.predecessors(e))}
 
     def answer(self, topics: list[str], chosen: Chain | None, candidates: list[str], evidence: Evidence,
                withheld: set[str] | None = None) -> None:
         record, cfg = self.record, self.config
         names = [self.label(e) for e in candidates]
         passages = [w.text for w in evidence.windows]
-        known, topic_names = self._known_names(topics, chosen) if cfg.whole_names else (set(), set())
+        known, topic_names = self._known_names(topics, chosen) if cfg.whole_names and passages else (set(), set())
         allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives, withheld=withheld or set(),
                                   counts=cfg.bare_counts, definite=cfg.definite_kinds, known=known,
                                   unoffered=topic_names)

@@ -114,17 +114,14 @@ def whole_spans(passage: str, spans: Sequence[str], known: Collection[str],
     found = [(a, b, name) for name in known if len(name) > 1 and name in passage for a, b in _said(passage, name)]
     if not found:
         return list(spans)
-    covers = [(start, end) for start, end, _ in found]
+    def inside(a: int, b: int, start: int, end: int) -> bool:
+        return start <= a and b <= end and b - a < end - start
 
-    def inside_only(span: str) -> bool:
-        hits = _said(passage, span)
-        return bool(hits) and all(any(s <= a and b <= e and b - a < e - s for s, e in covers) for a, b in hits)
-
-    cut = [(a, b) for span in spans for a, b in _said(passage, span)]
+    said = {span: _said(passage, span) for span in spans}
     placed = [(start, name) for start, end, name in found if name.lower() not in unoffered
-              and any(start <= a and b <= end and b - a < end - start for a, b in cut)]
-    for span in spans:
-        if not inside_only(span):
+              and any(inside(a, b, start, end) for hits in said.values() for a, b in hits)]
+    for span, hits in said.items():
+        if not hits or not all(any(inside(a, b, s, e) for s, e, _ in found) for a, b in hits):
             at = passage.find(span)
             placed.append((at if at >= 0 else len(passage), span))
     return list(dict.fromkeys(span for _, span in sorted(placed, key=lambda item: item[0])))
@@ -265,8 +262,7 @@ def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str]
         if name.strip():
             allowed.setdefault(name.strip(), None)
     for passage in passages:
-        for span in whole_spans(passage, spans_of(passage, definite), known, unoffered) if known \
-                else spans_of(passage, definite):
+        for span in whole_spans(passage, spans_of(passage, definite), known, unoffered):
             if span.lower() not in withheld:
                 allowed.setdefault(bare_count(question, span) if counts else span, None)
     return list(allowed)[:limit]

@@ -664,7 +664,7 @@ class ScoreWeights:
                    reverse_words=bool(config.reverse_words), doc_words=float(config.doc_words),
                    kin_synonyms=bool(config.kin_synonyms), unasked_last=float(config.unasked_last),
                    co_words=bool(config.co_words), mention_order=float(config.mention_order),
-                   verb_mentions=bool(config.verb_mentions), frame_words=bool(getattr(config, "frame_words", False)))
+                   verb_mentions=bool(config.verb_mentions), frame_words=bool(config.frame_words))
 
 
 DEFAULT_WEIGHTS = ScoreWeights(last_step=0.6, first_step=0.6, hop_penalty=0.06, hub_penalty=0.1, asked_type=0.6,
