@@ -943,6 +943,78 @@ def test_whole_spans_offer_the_names_a_passage_says_whole_not_their_cut_parts() 
     assert "Harry L" in allowed_answers("who directed X", [], [text])
 
 
+def test_copular_subjects_offer_a_product_s_name_with_its_noun() -> None:
+    """`subject_names` (`answer_spans.copular_subjects`): "the AF-28 microcontroller remains its flagship
+    product" says what the product is, name and noun; the name patterns stop at the lower-case noun
+    and offer "AF-28" (and "28"). With `subjects` the whole phrase is offered in place of the parts it
+    alone holds; a name run with a function word inside ("the Aschen Fab 1 in Aschen is ...") and a
+    subject without a name ("The company is ...") are no such phrase; a name the passage also says
+    on its own stays."""
+    from engine.methods.shared.answer_spans import allowed_answers, copular_subjects
+
+    text = ("The Aschen Fab 1 in Aschen is the company's main fab, and the AF-28 microcontroller remains its "
+            "flagship product with about 49 percent of revenue.")
+    assert copular_subjects(text) == ["AF-28 microcontroller"]
+    assert copular_subjects("The company is a maker of chips. The board was its owner.") == []
+    assert copular_subjects("The Brattvik Nacelle Plant in Brattvik is the company's main plant.") == []
+    plain = allowed_answers("What is the flagship product?", [], [text])
+    assert "AF-28" in plain and "AF-28 microcontroller" not in plain
+    offered = allowed_answers("What is the flagship product?", [], [text], subjects=True)
+    assert "AF-28 microcontroller" in offered and "AF-28" not in offered and "28" not in offered
+    assert "Aschen Fab 1" in offered
+    also = text + " Sales of the AF-28 grew."
+    assert "AF-28" in allowed_answers("What is the flagship product?", [], [also], subjects=True)
+    assert resolve_config("chains")["subject_names"] is False
+
+
+def test_rare_words_lift_the_window_that_says_what_the_question_asks() -> None:
+    """`window_words` (`retrieval.with_rare_words`): a window that says the question's words few other
+    windows say ("flagship product") rises above one the cosine put first for words every window says
+    ("company"); weight 0, or no word asked, leaves the cosine's order. The words the route's
+    relations name are not asked: "written" of "the directors of the films written by the writer of
+    X" would lift the windows about the writers the route already went through."""
+    from engine.access.retrieval import with_rare_words
+    from engine.methods.shared.word_forms import word_stems
+
+    asked = word_stems("What is the flagship product of the semiconductor company headquartered in X?")
+    texts = ["The company was founded in 2004 and its shares trade on the exchange.",
+             "The company employed 2,400 people at the end of the year.",
+             "The AF-28 microcontroller remains its flagship product, the company said."]
+    said = [word_stems(t) for t in texts]
+    ranked = [(0, 0.44), (1, 0.39), (2, 0.38)]
+    assert with_rare_words(asked, said, ranked, 0.1)[0][0] == 2
+    assert with_rare_words(asked, said, ranked, 0.0) == ranked
+    assert with_rare_words(set(), said, ranked, 0.1) == ranked
+    assert resolve_config("chains")["window_words"] == 0.0
+
+
+def test_window_words_do_not_look_for_what_the_route_states(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`window_words` asks the windows for the question's words less those the chosen route's relations
+    name: the route through `written by` and `directed by` states who wrote and directed, so
+    "written" and "directors" lift no window about the writers; "films" is still asked."""
+    import engine.methods.chains.method as chains_method
+
+    index = _tsv_index(tmp_path, "Mackenna's Gold\twritten_by\tCarl Foreman\n"
+                                 "The Guns of Navarone\twritten_by\tCarl Foreman\n"
+                                 "The Guns of Navarone\tdirected_by\tJ. Lee Thompson\n",
+                       '{"id": "d1", "title": "The Guns of Navarone", "text": "The Guns of Navarone written by Carl '
+                       'Foreman. The Guns of Navarone directed by J. Lee Thompson. The films were shot in Greece."}\n')
+    asked: list[set[str]] = []
+    real = chains_method.with_rare_words
+
+    def spy(words: Any, said: Any, ranked: Any, weight: float) -> Any:
+        asked.append(set(words))
+        return real(words, said, ranked, weight)
+
+    monkeypatch.setattr(chains_method, "with_rare_words", spy)
+    question = Question("q", "who are the directors of the films written by the writer of [Mackenna's Gold]",
+                        ["J. Lee Thompson"], topic_entities=["Mackenna's Gold"])
+    record, _ = _run(index, question, _choose("directed", "J. Lee Thompson"), choose="top", window_words=0.1)
+    assert record.prediction == "J. Lee Thompson"
+    assert asked and asked[-1] == {"film"}
+
+
 def test_whole_names_offer_a_neighbour_s_name_whole_not_its_cut_parts(tmp_path: Path) -> None:
     """`whole_names` (on by default): the director's window names him "Harry L. Fraser", which the
     span patterns cut at the full stop into "Harry L" and "Fraser"; the director is on the route in

@@ -31,9 +31,13 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
 5. Evidence from documents (when the index has them): sentence windows of the candidates' and
    the topic entities' documents and of the question's own best passages (dense search, BM25
    without vectors), ranked against the question at query time; the best `windows` are shown.
+   With `window_words` (offered, off by default; ours) the question's words that the route's
+   relations do not name, weighed by how few of the windows say them, add to the cosine.
 6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
    candidate names, answer-shaped spans of the shown windows (`answer_spans`; with
-   `definite_kinds` also what a window says a thing "is the"), yes/no for a yes/no question, and,
+   `definite_kinds` also what a window says a thing "is the"; with `subject_names`, offered, a
+   name with the nouns after it that open a copular clause: "the AF-28 microcontroller remains its
+   flagship product"), yes/no for a yes/no question, and,
    only when no route was chosen, "not found" (an abstention, counted; `abstain=false`: never
    offered). With `date_grain` a "when" answer that is the year of a date a window states is given
    as the window states the date ("1845" -> "August 6, 1845"). With `unasked_spans` (on by
@@ -54,12 +58,12 @@ was found): at most 2 per question.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.access.graph import EvidencePath, Subgraph, subgraph_within
-from engine.access.retrieval import sentence_windows, shared_scorer
+from engine.access.retrieval import sentence_windows, shared_scorer, with_rare_words
 from engine.methods.chains import prompts as cp
 from engine.methods.method_config import MethodConfig, option
 from engine.methods.shared.answer_spans import allowed_answers, date_at_grain, echoes
@@ -237,6 +241,10 @@ class ChainsConfig(MethodConfig):
     max_shown: int = option(2, "entity names shown per set of a route", low=1)
     max_candidates: int = option(30, "end entities offered as answers", low=1)
     windows: int = option(4, "document windows shown to the answer call (0: none)", low=0)
+    window_words: float = option(0.0, "weight of the question's rare words in ranking windows (ours): the words of "
+                                 "the question a window says, each weighed by how few of the windows read say it, "
+                                 "beside the cosine; the words the route's relations name do not count (0, the "
+                                 "default: the cosine alone; 0.1 measured)", low=0.0)
     window_sentences: int = option(2, "sentences per document window", low=1)
     question_passages: int = option(3, "the question's own best passages searched for windows (0: off)", low=0)
     max_window_chars: int = option(320, "characters kept of a window", low=1)
@@ -251,6 +259,9 @@ class ChainsConfig(MethodConfig):
                                "place of the spans it alone holds (\"Harry L. Fraser\", not \"Harry L\"; \"Sinbad "
                                "and the Eye of the Tiger\", not \"Tiger\"); the topic's own name cuts its parts and is "
                                "not offered (ours)")
+    subject_names: bool = option(False, "a window's name with the nouns after it that open a copular clause (\"the "
+                                 "AF-28 microcontroller remains its flagship product\") is offered in place of the "
+                                 "name alone where the window says the name only there (ours)")
     unasked_spans: bool = option(True, "where every question word names a relation or the kind asked, a window span "
                                  "that names an entity the graph links to the chosen route (or the topic) only "
                                  "through relations the question does not name is not offered (\"1942\", the "
@@ -513,7 +524,8 @@ class ChainsRun:
         facts = [self._fact(c, [e for e in c.ends if e in keep]) for c in routes]
         self.record.paths.extend(self._kg_evidence(c, candidates) for c in routes)
         readers = self._route_entities(routes[0]) if routes else []
-        windows = self._windows(topics, readers, searched=not routes) if self.docs is not None else []
+        windows = self._windows(topics, readers, searched=not routes, stated=self._route_words(routes)) \
+            if self.docs is not None else []
         for window in windows:
             self.record.paths.append(EvidencePath(
                 source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
@@ -527,6 +539,13 @@ class ChainsRun:
         if not self.config.doc_words or self.docs is None:
             return set()
         return {f for t in topics for chunk in self.docs.chunks_of(t, _STATED_CHUNKS) for f in word_stems(chunk.text)}
+
+    def _route_words(self, routes: list[Chain]) -> set[str]:
+        """The word forms of the routes' relation labels: the words of the question the graph
+        answers, which `window_words` does not look for in the windows ("written" of "the directors
+        of the films written by the writer of X": the route states who wrote them)."""
+        steps = [s for c in routes for part in [c, *([c.also] if c.also else [])] for s in part.steps]
+        return {f for relation, _ in steps if relation != MENTIONED for f in word_stems(self.kg.relation_label(relation))}
 
     def _route_entities(self, chain: Chain) -> list[str]:
         """Every entity the route passes through, the last step's first: the answer may be a fact
@@ -568,7 +587,8 @@ class ChainsRun:
     def _holds(self, fact: tuple[str, str, str]) -> bool:
         return self.sub is not None and self.sub.graph.has_edge(fact[0], fact[2], key=fact[1])
 
-    def _windows(self, topics: list[str], readers: list[str], searched: bool) -> list[ShownWindow]:
+    def _windows(self, topics: list[str], readers: list[str], searched: bool,
+                 stated: Collection[str] = ()) -> list[ShownWindow]:
         """The best `windows` sentence windows of the documents of the entities along the chosen
         route (no route: of the topic entities' documents and the question's own best passages),
         by cosine to the question with the topic entities masked: the topic's own report names
@@ -608,6 +628,9 @@ class ChainsRun:
             if not units or self.dense is None:
                 return units[: cfg.windows]
             ranked = self.dense.rank(self.masked, [u.text for u in units])
+            if cfg.window_words > 0:
+                asked = word_stems(self.masked) - set(stated)
+                ranked = with_rare_words(asked, [word_stems(u.text) for u in units], ranked, cfg.window_words)
             kept: list[ShownWindow] = []
             seen: set[str] = set()
             for i, _ in ranked:
@@ -723,7 +746,7 @@ class ChainsRun:
         known, topic_names = self._known_names(topics, chosen) if cfg.whole_names and passages else (set(), set())
         allowed = allowed_answers(self.text, names, passages, choices=cfg.alternatives, withheld=withheld or set(),
                                   counts=cfg.bare_counts, definite=cfg.definite_kinds, known=known,
-                                  unoffered=topic_names)
+                                  unoffered=topic_names, subjects=cfg.subject_names)
         record.extra["candidates"] = allowed
         record.extra["gold_in_candidates"] = gold_held(self.question.answers, allowed)
         record.extra["gold_in_windows"] = self.gold_in([], passages)
@@ -777,5 +800,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"whole_names": False, "frame_words": False, "past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"window_words": 0.0, "subject_names": False, "whole_names": False, "frame_words": False, "past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )

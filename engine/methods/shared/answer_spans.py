@@ -51,6 +51,11 @@ _DEFINITE = re.compile(r"\b(?:is|was|are|were)\s+the\s+" + _PHRASE)
 _NICKNAMED = re.compile(r"[A-Z][\w'’-]+\s+[\"“][A-Z][\w'’-]*[\"”]\s+[A-Z][\w'’-]+")
 # "Kaunas, Lithuania": a place and the country or region it lies in
 _PLACE = re.compile(r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*),\s+([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\b")
+# the subject of a copular clause, a name and the lower-case nouns after it: "the AF-28 microcontroller
+# remains its flagship product" (`copular_subjects`); the nouns hold no function word ("the Brattvik
+# Plant in Brattvik is ..." is a name run already)
+_SUBJECT = re.compile(r"\b[Tt]he\s+((?:[A-Z0-9][\w'’&-]*\s+)+(?:[a-z][\w-]*\s+){1,3}?)"
+                      r"(?:is|was|remains|remained|becomes|became|stays|stayed)\s+(?:its|the|their|his|her|a|an|our)\b")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 # Sentence-initial words that are capitalised only because they start the sentence.
 _FUNCTION = frozenset(["a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "his", "her", "their", "we", "our", "in", "on", "at", "of", "for", "by", "with", "from", "to", "as", "and", "or", "but", "if", "when", "while", "after", "before", "during", "since", "until", "he", "is", "was", "were", "are", "be", "been", "there", "here", "what", "which", "who", "whom", "whose", "where", "why", "how", "also", "however", "although", "though", "other", "another", "some", "many", "most"])
@@ -101,6 +106,18 @@ def spans_of(text: str, definite: bool = False) -> list[str]:
         if cleaned and len(cleaned) <= MAX_SPAN_CHARS and any(ch.isalnum() for ch in cleaned):
             spans.setdefault(cleaned, None)
     return list(spans)
+
+
+def copular_subjects(passage: str) -> list[str]:
+    """The names with their nouns that open a copular clause after "the": "the AF-28 microcontroller
+    remains its flagship product" -> "AF-28 microcontroller" (the name run stops at the lower-case
+    noun, and "AF-28" alone is not what the passage says the product is)."""
+    found = []
+    for match in _SUBJECT.finditer(passage):
+        words = match.group(1).split()
+        if not any(w.lower() in _FUNCTION for w in words[1:]):
+            found.append(" ".join(words))
+    return found
 
 
 def whole_spans(passage: str, spans: Sequence[str], known: Collection[str],
@@ -245,14 +262,15 @@ def _named_on(tokens: Sequence[str], before: int, after: int) -> bool:
 def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str],
                     limit: int = 60, choices: bool = False, withheld: Collection[str] = (),
                     counts: bool = False, definite: bool = False, known: Collection[str] = (),
-                    unoffered: Collection[str] = ()) -> list[str]:
+                    unoffered: Collection[str] = (), subjects: bool = False) -> list[str]:
     """The answers the model may give: "yes"/"no" for a yes/no question, the candidate entity
     names, then the spans of the passages, at most `limit` in all. With `choices`, a question that
     offers alternatives ("... democratic or republican?") gets them in place of yes and no. A span
     in `withheld` (lower case) is not offered; a candidate name always is. With `counts` a "how
     many N" question is offered a span "<number> N" as the bare number (`bare_count`); `definite`:
     `spans_of`'s. `known`: entity names a passage may say whole (`whole_spans`); `unoffered` (lower
-    case) among them cut spans but are not offered themselves (the topic's own name)."""
+    case) among them cut spans but are not offered themselves (the topic's own name). With `subjects`
+    a passage's `copular_subjects` are known names of it too ("AF-28 microcontroller" for "AF-28")."""
     allowed: dict[str, None] = {}
     offered = alternatives(question) if choices else []
     if is_yes_no(question) and not offered:
@@ -262,7 +280,8 @@ def allowed_answers(question: str, names: Sequence[str], passages: Sequence[str]
         if name.strip():
             allowed.setdefault(name.strip(), None)
     for passage in passages:
-        for span in whole_spans(passage, spans_of(passage, definite), known, unoffered):
+        said = [*known, *copular_subjects(passage)] if subjects else known
+        for span in whole_spans(passage, spans_of(passage, definite), said, unoffered):
             if span.lower() not in withheld:
                 allowed.setdefault(bare_count(question, span) if counts else span, None)
     return list(allowed)[:limit]
