@@ -128,7 +128,8 @@ def with_rare_words(asked: Collection[str], said: Sequence[Collection[str]], ran
     share of the best text's, times `weight`. Best first; ties keep the order."""
     if not asked or not said or weight <= 0:
         return list(ranked)
-    shared = [set(words) & set(asked) for words in said]
+    wanted = set(asked)
+    shared = [wanted.intersection(words) for words in said]
     frequency = Counter(w for words in shared for w in words)
     n = len(said)
     idf = {w: math.log(1 + (n - df + 0.5) / (df + 0.5)) for w, df in frequency.items()}

@@ -58,7 +58,7 @@ was found): at most 2 per question.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -524,8 +524,7 @@ class ChainsRun:
         facts = [self._fact(c, [e for e in c.ends if e in keep]) for c in routes]
         self.record.paths.extend(self._kg_evidence(c, candidates) for c in routes)
         readers = self._route_entities(routes[0]) if routes else []
-        windows = self._windows(topics, readers, searched=not routes, stated=self._route_words(routes)) \
-            if self.docs is not None else []
+        windows = self._windows(topics, readers, routes) if self.docs is not None else []
         for window in windows:
             self.record.paths.append(EvidencePath(
                 source=window.collection if window.collection in _SOURCES else "domain",  # type: ignore[arg-type]
@@ -544,14 +543,14 @@ class ChainsRun:
         """The word forms of the routes' relation labels: the words of the question the graph
         answers, which `window_words` does not look for in the windows ("written" of "the directors
         of the films written by the writer of X": the route states who wrote them)."""
-        steps = [s for c in routes for part in [c, *([c.also] if c.also else [])] for s in part.steps]
+        steps = [s for c in routes for s in c.all_steps]
         return {f for relation, _ in steps if relation != MENTIONED for f in word_stems(self.kg.relation_label(relation))}
 
     def _route_entities(self, chain: Chain) -> list[str]:
         """Every entity the route passes through, the last step's first: the answer may be a fact
         of an entity on the way that only its documents hold ("the chief executive of the
         company that supplies X": the graph reaches the company, its report names the CEO)."""
-        sets = [s for c in [chain, *([chain.also] if chain.also else [])] for s in reversed(c.sets[1:])]
+        sets = [s for c in chain.parts for s in reversed(c.sets[1:])]
         return list(dict.fromkeys(e for s in sets for e in s[: self.config.window_entities]))
 
     def _fact(self, chain: Chain, candidates: list[str]) -> str:
@@ -568,7 +567,7 @@ class ChainsRun:
         """The chain as record evidence: its relation ids and, per step, a few stored triples."""
         triples: list[list[str]] = []
         ids: list[list[str]] = []
-        for c in [chain, *([chain.also] if chain.also else [])]:
+        for c in chain.parts:
             for i, (relation, direction) in enumerate(c.steps):
                 heads, tails = c.sets[i][:3], c.sets[i + 1]
                 if relation == MENTIONED:  # a document's words, not a stored fact (the windows show them)
@@ -587,8 +586,7 @@ class ChainsRun:
     def _holds(self, fact: tuple[str, str, str]) -> bool:
         return self.sub is not None and self.sub.graph.has_edge(fact[0], fact[2], key=fact[1])
 
-    def _windows(self, topics: list[str], readers: list[str], searched: bool,
-                 stated: Collection[str] = ()) -> list[ShownWindow]:
+    def _windows(self, topics: list[str], readers: list[str], routes: list[Chain]) -> list[ShownWindow]:
         """The best `windows` sentence windows of the documents of the entities along the chosen
         route (no route: of the topic entities' documents and the question's own best passages),
         by cosine to the question with the topic entities masked: the topic's own report names
@@ -614,7 +612,7 @@ class ChainsRun:
                 # asks may be a fact of the topic that only the topic's own report states ("who is the
                 # chief executive of X": the route to X's founder, a person without a document)
                 read(topics)
-            if searched and cfg.question_passages > 0:
+            if not routes and cfg.question_passages > 0:
                 for hit in search_passages(docs, self.text, cfg.question_passages):
                     chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
             units: list[ShownWindow] = []
@@ -629,7 +627,7 @@ class ChainsRun:
                 return units[: cfg.windows]
             ranked = self.dense.rank(self.masked, [u.text for u in units])
             if cfg.window_words > 0:
-                asked = word_stems(self.masked) - set(stated)
+                asked = word_stems(self.masked) - self._route_words(routes)
                 ranked = with_rare_words(asked, [word_stems(u.text) for u in units], ranked, cfg.window_words)
             kept: list[ShownWindow] = []
             seen: set[str] = set()

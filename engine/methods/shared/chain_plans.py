@@ -56,6 +56,16 @@ class Chain:
     def hops(self) -> int:
         return len(self.steps) + (len(self.also.steps) if self.also else 0)
 
+    @property
+    def parts(self) -> tuple[Chain, ...]:
+        """The chain and, for a joined one, the chain from the other topic entity."""
+        return (self,) if self.also is None else (self, self.also)
+
+    @property
+    def all_steps(self) -> list[Step]:
+        """The steps of every part, this chain's first."""
+        return [step for part in self.parts for step in part.steps]
+
     def key(self) -> str:
         own = self.topic + "|" + ">".join(f"{r}:{d}" for r, d in self.steps)
         return own + (" & " + self.also.key() if self.also else "")

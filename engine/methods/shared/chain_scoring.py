@@ -282,7 +282,7 @@ class ChainScorer:
         return f"{said}: {names}" if direction == "out" else f"things {said} it: {names}"
 
     def _overlap(self, chain: Chain) -> float:
-        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
+        steps = chain.all_steps
         used = sum(1 for s in steps if _stems(self.relation_label(s[0])) & self.query_stems
                    and s[0] not in self.foreign_relations)
         return used / len(steps)
@@ -412,7 +412,7 @@ class ChainScorer:
         step of the chain answers to (greedy matching, the rarest words first)."""
         if not self.meaning_words:
             return 0.0
-        free = [s[0] for s in [*chain.steps, *(chain.also.steps if chain.also else ())]]
+        free = [s[0] for s in chain.all_steps]
         covered = 0
         for _, names in sorted(self.meaning_words, key=lambda wn: len(wn[1])):
             hit = next((i for i, r in enumerate(free) if r in names), None)
@@ -477,7 +477,7 @@ class ChainScorer:
         (`unnamed_hops` weighs those)."""
         if chain.hops < 2 or self._last_unasked_free:
             return 0.0
-        return float(not any(self._asks_last(c) for c in [chain, *([chain.also] if chain.also is not None else [])]))
+        return float(not any(self._asks_last(c) for c in chain.parts))
 
     def _asks_last(self, chain: Chain) -> bool:
         """A question word names the chain's last step that its earlier steps have not used up: "what
@@ -503,7 +503,7 @@ class ChainScorer:
             return 0
         free = [names for _, names in self.meaning_words]
         unnamed = 0
-        for relation, _ in [*chain.steps, *(chain.also.steps if chain.also else ())]:
+        for relation, _ in chain.all_steps:
             hit = next((i for i, names in enumerate(free) if relation in names), None)
             if hit is None:
                 unnamed += 1
@@ -592,7 +592,7 @@ class ChainScorer:
     def _cover(self, chain: Chain) -> float:
         if not self.relation_words:
             return 0.0
-        steps = [*chain.steps, *(chain.also.steps if chain.also else ())]
+        steps = chain.all_steps
         covered = sum(min(times, sum(1 for s in steps if self._names({word}, s[0])))
                       for word, times in self.said_times.items())
         return covered / self.said_total
