@@ -100,6 +100,7 @@ from engine.methods.shared.topics import linked_or_searched
 from engine.methods.shared.word_forms import word_form, word_list, word_stems
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord, Question
+from index.chunking import sentence_spans
 from ingest.base.errors import LocalkgError
 
 if TYPE_CHECKING:
@@ -249,6 +250,9 @@ class ChainsConfig(MethodConfig):
     question_passages: int = option(3, "the question's own best passages searched for windows (0: off)", low=0)
     max_window_chars: int = option(320, "characters kept of a window", low=1)
     max_chunks_per_entity: int = option(4, "chunks read per entity for windows", low=1)
+    merge_windows: bool = option(False, "shown windows of one document that share a sentence are shown as one "
+                                 "passage, each sentence once (ours): the same sentence twice costs prompt tokens "
+                                 "and reads as two statements")
     window_entities: int = option(5, "entities per set of the route whose documents are read", low=1)
     abstain: bool = option(True, '"none" of the routes, then "not found" in the documents: an abstention')
     graph_spans: bool = option(True, "offer the window spans that name an entity next to the chosen route in the "
@@ -616,6 +620,7 @@ class ChainsRun:
                 for hit in search_passages(docs, self.text, cfg.question_passages):
                     chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
             units: list[ShownWindow] = []
+            starts: list[int] = []  # each unit's first sentence in its chunk (`merge_windows`)
             size = cfg.window_sentences
             limit = cfg.max_window_chars
             for chunk in chunks.values():
@@ -623,21 +628,54 @@ class ChainsRun:
                     text = " ".join(window.text.split())[:limit]
                     shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
                     units.append(ShownWindow(shown, chunk.chunk_id, chunk.title, chunk.collection))
+                    starts.append(window.first_sentence)
             if not units or self.dense is None:
                 return units[: cfg.windows]
             ranked = self.dense.rank(self.masked, [u.text for u in units])
             if cfg.window_words > 0:
                 asked = word_stems(self.masked) - self._route_words(routes)
                 ranked = with_rare_words(asked, [word_stems(u.text) for u in units], ranked, cfg.window_words)
-            kept: list[ShownWindow] = []
+            picked: list[int] = []
             seen: set[str] = set()
             for i, _ in ranked:
                 if units[i].text not in seen:
                     seen.add(units[i].text)
-                    kept.append(units[i])
-                if len(kept) >= cfg.windows:
+                    picked.append(i)
+                if len(picked) >= cfg.windows:
                     break
-        return kept
+            if cfg.merge_windows:
+                return self._merged([(units[i], starts[i]) for i in picked], chunks)
+        return [units[i] for i in picked]
+
+    def _merged(self, picked: list[tuple[ShownWindow, int]], chunks: dict[str, Any]) -> list[ShownWindow]:
+        """`merge_windows`: the picked windows (best first, each with its first sentence), those of
+        one chunk that share a sentence joined into one passage of their sentences in the
+        document's order, at the place of the best of them."""
+        size = self.config.window_sentences
+        groups: list[tuple[ShownWindow, set[int]]] = []  # the best window of a group, its sentences
+        for unit, start in picked:
+            covered = set(range(start, start + size))
+            meet = [n for n, (best, sentences) in enumerate(groups) if best.chunk_id == unit.chunk_id
+                    and sentences & covered]
+            if not meet:
+                groups.append((unit, covered))
+                continue
+            first = meet[0]  # the window joins the best group it meets; a window between two joins them
+            joined = covered.union(*(groups[n][1] for n in meet))
+            groups[first] = (groups[first][0], joined)
+            groups = [g for n, g in enumerate(groups) if n not in meet[1:]]
+        merged: list[ShownWindow] = []
+        for best, sentences in groups:
+            if len(sentences) == size:
+                merged.append(best)
+                continue
+            chunk = chunks[best.chunk_id]
+            spans = sentence_spans(chunk.text)
+            text = " ".join(" ".join(chunk.text[a:b] for a, b in spans[min(sentences):max(sentences) + 1]).split())
+            text = text[: self.config.max_window_chars * 2]
+            shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
+            merged.append(ShownWindow(shown, best.chunk_id, best.title, best.collection))
+        return merged
 
     def _withheld(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> set[str]:
         """The names (lower case) the answer call is not offered as window spans: with `graph_spans` on
@@ -798,5 +836,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"window_words": 0.0, "subject_names": False, "whole_names": False, "frame_words": False, "past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"merge_windows": False, "window_words": 0.0, "subject_names": False, "whole_names": False, "frame_words": False, "past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )
