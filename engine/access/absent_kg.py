@@ -7,6 +7,7 @@ the run records as that question's error.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import NoReturn
 
 from engine.access.kg_protocol import Direction, Directions, Edges, Relation
@@ -38,4 +39,7 @@ class AbsentKG:
         self._fail()
 
     def edges(self, entity: str, direction: Direction, limit: int | None = None) -> Edges:
+        self._fail()
+
+    def back_relations(self, relation: str, limit: int) -> tuple[int, Counter[str]]:
         self._fail()

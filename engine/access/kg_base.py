@@ -3,6 +3,7 @@ terms (an id the embedded store cannot make a term of is not in the KG, on eithe
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 from typing import Any
 
@@ -49,6 +50,9 @@ class GraphBase:
         raise NotImplementedError
 
     def edges(self, entity: str, direction: Direction, limit: int | None = None) -> Edges:  # pragma: no cover
+        raise NotImplementedError
+
+    def back_relations(self, relation: str, limit: int) -> tuple[int, Counter[str]]:  # pragma: no cover
         raise NotImplementedError
 
 

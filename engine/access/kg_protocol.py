@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -94,4 +95,10 @@ class KnowledgeGraph(Protocol):
     def edges(self, entity: str, direction: Direction, limit: int | None = None) -> Edges:
         """The entity's facts in one direction. With `limit`, at most `limit` pairs, sampled
         deterministically from a bounded scan: a hub costs the cap, not its degree."""
+        ...
+
+    def back_relations(self, relation: str, limit: int) -> tuple[int, Counter[str]]:
+        """Of up to `limit` facts `h -relation-> t` with an entity tail (sampled deterministically
+        from a bounded scan, as `edges`): how many were read, and per other relation `r2` how many
+        have a fact `t -r2-> h` back. What `relation_inverses.graph_inverses` reads."""
         ...

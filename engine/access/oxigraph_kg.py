@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,6 +96,20 @@ class OxigraphKG(GraphBase):
             found = ((q.predicate.value, node_id(q.subject))
                      for q in self.store.quads_for_pattern(None, None, term, self._default))
         return sample_edges(found, limit)
+
+    def back_relations(self, relation: str, limit: int) -> tuple[int, Counter[str]]:
+        predicate = store_term(relation)
+        if not isinstance(predicate, ox.NamedNode):
+            return 0, Counter()
+        found = ((node_id(q.subject), node_id(q.object))
+                 for q in self.store.quads_for_pattern(None, predicate, None, self._default)
+                 if not isinstance(q.object, ox.Literal))
+        facts = sample_edges(found, limit).pairs
+        back: Counter[str] = Counter()
+        for head, tail in facts:
+            pattern = self.store.quads_for_pattern(store_term(tail), None, store_term(head), self._default)
+            back.update({q.predicate.value for q in pattern} - {relation})
+        return len(facts), back
 
     def sparql(self, query: str) -> Any:
         """Run a user's SPARQL query (read-only store: updates are refused). A query that could

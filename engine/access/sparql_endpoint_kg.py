@@ -7,6 +7,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from typing import Any
 
 import pyoxigraph as ox
@@ -178,3 +179,16 @@ class SparqlEndpointKG(GraphBase):
             query += f" ORDER BY ?p ?t LIMIT {max(limit, 1) * SCAN_FACTOR + 1}"
         rows = self.select(query)
         return sample_edges(((r["p"]["value"], self._value(r["t"])) for r in rows), limit)
+
+    def back_relations(self, relation: str, limit: int) -> tuple[int, Counter[str]]:
+        """Like `OxigraphKG.back_relations`, in two queries: the facts (the first `limit` with an IRI
+        tail in SPARQL order), then the relations back from their tails, counted by the endpoint."""
+        r = self._iri(relation)
+        if r is None:
+            return 0, Counter()
+        facts = f"SELECT DISTINCT ?h ?t WHERE {{ {self._facts(f'?h {r} ?t')} FILTER(isIRI(?t)) }} ORDER BY ?h ?t LIMIT {max(limit, 1)}"
+        read = len(self.select(facts))
+        query = (f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ {{ {facts} }} {self._facts('?t ?p ?h')} "
+                 f"FILTER(?p != {r}) }} GROUP BY ?p")
+        back: Counter[str] = Counter({row["p"]["value"]: int(row["n"]["value"]) for row in self.select(query)})
+        return read, back

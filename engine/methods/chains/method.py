@@ -95,7 +95,7 @@ from engine.methods.shared.common import (
 )
 from engine.methods.shared.labels import display_text, entity_text
 from engine.methods.shared.question_shape import described_kind, described_phrase
-from engine.methods.shared.relation_inverses import inverse_relations
+from engine.methods.shared.relation_inverses import graph_inverses, inverse_relations
 from engine.methods.shared.topics import linked_or_searched
 from engine.methods.shared.word_forms import word_form, word_list, word_stems
 from engine.methods.spec import MethodSpec
@@ -232,6 +232,9 @@ class ChainsConfig(MethodConfig):
     inverse_steps: bool = option(True, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children; "
                                  "ours)")
+    inverse_scope: str = option("subgraph", "where inverse_steps finds inverse relations: the question subgraph, or "
+                                "the whole graph (a sample of each relation's facts, read once; ours)",
+                                choices=("subgraph", "graph"))
     doc_steps: int = option(20, "a step through the documents: the entities whose documents name a topic entity "
                             "(of its best `doc_steps` sparse-search passages) join the question subgraph, linked "
                             "to it by a `mentions` step (0: off)", low=0)
@@ -363,7 +366,8 @@ class ChainsRun:
         self.record.extra["subgraph"] = sub.summary()
         query = masked_question(self.question.question, [self.label(t) for t in topics])
         relations = sorted({key for _, _, key in sub.graph.edges(keys=True)})
-        inverses = inverse_relations(sub.graph) if cfg.inverse_steps else {}
+        inverses = ({} if not cfg.inverse_steps else inverse_relations(sub.graph) if cfg.inverse_scope == "subgraph"
+                    else graph_inverses(self.kg, [r for r in relations if r != MENTIONED]))
         if inverses:
             self.record.extra["inverse_relations"] = inverses
         scorer = ChainScorer(cfg.scorer, query, self.kg.relation_label, self.dense, ScoreWeights.of(cfg),
