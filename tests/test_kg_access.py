@@ -426,6 +426,25 @@ def demo_endpoint(demo_index: Path, tmp_path_factory: pytest.TempPathFactory) ->
         yield url
 
 
+def test_back_relations_are_the_same_on_both_backends(demo_index: Path, demo_endpoint: str) -> None:
+    """`back_relations` (what `relation_inverses.graph_inverses` reads): of a relation's facts with
+    an entity tail, how many were read and how many have each other relation back. Every demo
+    `capital` fact (country -> city) has a `located in` fact back; the two backends count alike
+    (each relation has fewer facts than the limit, so both read them all), and a literal-valued
+    relation (`founded year`) has no facts to read."""
+    remote = SparqlEndpointKG(demo_endpoint, timeout=10)
+    local = OxigraphKG.open(IndexPaths(demo_index))
+    relations = sorted({row["p"].value for row in local.sparql("SELECT DISTINCT ?p WHERE { ?s ?p ?o }")
+                        if row["p"].value.startswith("https://demo.localkg.example/relation/")})
+    assert len(relations) > 10
+    for relation in relations:
+        assert remote.back_relations(relation, 1000) == local.back_relations(relation, 1000), relation
+    read, back = local.back_relations("https://demo.localkg.example/relation/capital", 1000)
+    assert read > 0 and back["https://demo.localkg.example/relation/located_in"] == read
+    assert local.back_relations("https://demo.localkg.example/relation/founded_year", 1000)[0] == 0
+    assert local.back_relations("not an iri", 10) == (0, {})
+
+
 def cli_json(*args: str) -> Any:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 0, result.output

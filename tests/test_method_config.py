@@ -69,7 +69,7 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
              "doc_words": 0.0, "kin_synonyms": False, "unasked_last": 0.0, "unasked_spans": False,
              "co_words": False, "mention_order": 0.0, "verb_mentions": False, "asked_sets": 0.0,
              "past_ends": False, "frame_words": False, "whole_names": False, "window_words": 0.0,
-             "subject_names": False}
+             "subject_names": False, "merge_windows": False, "inverse_scope": "subgraph"}
     configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "meaning_cover=0",
                                           "choose=\"llm\"", "doc_steps=0", "kind_nouns=false",
                                           "evidence_last=\"facts\"", "converse_nouns=false",
@@ -80,7 +80,8 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
                                           "repeat_mentions=false", "unasked_spans=false", "co_words=false",
                                           "mention_order=0", "verb_mentions=false", "asked_sets=0",
                                           "past_ends=false", "frame_words=false", "whole_names=false",
-                                          "window_words=0", "subject_names=false"])
+                                          "window_words=0", "subject_names=false", "merge_windows=false",
+                                          "inverse_scope=\"subgraph\""])
     assert configs["chains"] == {**CHAINS_RUN_CONFIG, **added}
     kept = {k: v for k, v in configs["chains"].items() if k not in added}
     assert json.dumps(kept) == json.dumps(CHAINS_RUN_CONFIG)  # same types: 3 not 3.0

@@ -35,6 +35,7 @@ from engine.methods.shared.chain_scoring import ChainScorer
 from engine.questions.record import AnswerRecord, Question
 from engine.runs.answer import answer_question
 from engine.runs.context import open_context
+from ingest.terms import mint_relation
 
 # ---- hand-made graphs ---------------------------------------------------------------------------
 
@@ -1034,3 +1035,38 @@ def test_whole_names_offer_a_neighbour_s_name_whole_not_its_cut_parts(tmp_path: 
     assert "Harry L" in cut and "Fraser" in cut and "Arizona Skies" in cut
     assert "Harry L" not in whole and "Fraser" not in whole and "Arizona Skies" not in whole
     assert whole == ["Harry L. Fraser"]  # "Randy Rides Alone", a step past the route: `past_ends`
+
+
+def test_merge_windows_shows_each_sentence_once(tmp_path: Path) -> None:
+    """`merge_windows` (offered, off by default): the director's document has two windows that
+    share its middle sentence; both are shown, so the sentence is said twice. With the option they
+    are one passage of the three sentences in the document's order."""
+    index = _tsv_index(tmp_path, "Alpha Film\tdirected_by\tJo Bloggs\n",
+                       '{"id": "d1", "title": "Jo Bloggs", "text": "Jo Bloggs was born in Rome. Jo Bloggs directed '
+                       'Alpha Film. Jo Bloggs won a prize in 1990."}\n')
+    question = Question("q", "who directed [Alpha Film]", ["Jo Bloggs"], topic_entities=["Alpha Film"])
+
+    def passages(**overrides: Any) -> list[str]:
+        record, _ = _run(index, question, _choose("directed", "Jo Bloggs"), choose="top", **overrides)
+        assert record.prediction == "Jo Bloggs"
+        return [" ".join(p.sentences) for p in record.paths if p.source != "kg"]
+
+    assert sorted(passages()) == ["Jo Bloggs directed Alpha Film. Jo Bloggs won a prize in 1990.",
+                                  "Jo Bloggs was born in Rome. Jo Bloggs directed Alpha Film."]
+    assert passages(merge_windows=True) == [
+        "Jo Bloggs was born in Rome. Jo Bloggs directed Alpha Film. Jo Bloggs won a prize in 1990."]
+    assert resolve_config("chains")["merge_windows"] is False
+
+
+def test_inverse_scope_graph_reads_the_inverse_the_neighbourhood_cannot_show(tmp_path: Path) -> None:
+    """`inverse_scope=graph`: Ann's neighbourhood holds one parents / children pair, too few to tell
+    that the relations are inverses; the whole graph holds four, and the record says so."""
+    rows = "".join(f"{p}\tchildren\t{c}\n{c}\tparents\t{p}\n" for p, c in
+                   [("Ann", "Bob"), ("Cy", "Dan"), ("Eve", "Fay"), ("Gus", "Hal")])
+    index = _tsv_index(tmp_path, rows)
+    question = Question("q", "who is the kid of [Ann]", ["Bob"], topic_entities=["Ann"])
+    record, _ = _run(index, question, _choose("children", "Bob"), choose="top")
+    assert "inverse_relations" not in record.extra
+    record, _ = _run(index, question, _choose("children", "Bob"), choose="top", inverse_scope="graph")
+    assert set(record.extra["inverse_relations"].values()) == {mint_relation("children"), mint_relation("parents")}
+    assert record.prediction == "Bob"

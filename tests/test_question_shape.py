@@ -4,7 +4,8 @@ that read it: the end set's kind (`asked_type`) and the question's own relation 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
@@ -299,6 +300,40 @@ def test_inverse_relations_are_found_from_the_edges() -> None:
     graph.add_edge("Bob", "Ann", key="place of birth")  # one pair with children: too few
     assert inverse_relations(graph) == {"children": "parents", "parents": "children"}
     assert inverse_relations(graph, min_pairs=5) == {}
+
+
+def test_inverse_relations_over_the_whole_graph(tmp_path: Path) -> None:
+    """`graph_inverses` (`inverse_scope=graph`): a question's neighbourhood holds one parents /
+    children pair, too few to tell (`inverse_relations` of it finds nothing); the whole graph holds
+    four, so `children (reverse)` reads as `parents` for every question. Each relation's facts are
+    read once per KG."""
+    from engine.access.graph import subgraph_within
+    from engine.access.oxigraph_kg import OxigraphKG
+    from engine.methods.shared.relation_inverses import graph_inverses, inverse_relations
+    from index.build import build_index
+    from index.kg_stage import KgSource
+    from index.paths import IndexPaths
+    from ingest.terms import mint_entity, mint_relation
+
+    rows = [f"{p}\tchildren\t{c}\n{c}\tparents\t{p}\n" for p, c in
+            [("Ann", "Bob"), ("Cy", "Dan"), ("Eve", "Fay"), ("Gus", "Hal")]]
+    (tmp_path / "kb.tsv").write_text("".join(rows) + "Ann\tspouse\tIda\nIda\tspouse\tAnn\n", encoding="utf-8")
+    build_index(tmp_path / "ix", [KgSource(tmp_path / "kb.tsv", "tsv")], [])
+    kg = OxigraphKG.open(IndexPaths(tmp_path / "ix"))
+    children, parents = mint_relation("children"), mint_relation("parents")
+    sub = subgraph_within(kg, [mint_entity("Ann")], 1)
+    assert inverse_relations(sub.graph) == {}
+    assert graph_inverses(kg, [children]) == {children: parents, parents: children}
+    calls: list[str] = []
+    real = kg.back_relations
+
+    def counted(relation: str, limit: int) -> Any:
+        calls.append(relation)
+        return real(relation, limit)
+
+    kg.back_relations = counted  # type: ignore[method-assign]
+    assert graph_inverses(kg, [parents, children]) == {children: parents, parents: children}
+    assert calls == []  # read once per KG
 
 
 def test_a_reverse_step_reads_as_its_inverse() -> None:

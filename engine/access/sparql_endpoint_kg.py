@@ -186,7 +186,7 @@ class SparqlEndpointKG(GraphBase):
         r = self._iri(relation)
         if r is None:
             return 0, Counter()
-        facts = f"SELECT DISTINCT ?h ?t WHERE {{ {self._facts(f'?h {r} ?t')} FILTER(isIRI(?t)) }} ORDER BY ?h ?t LIMIT {max(limit, 1)}"
+        facts = f"SELECT DISTINCT ?h ?t WHERE {{ {self._facts(f'?h {r} ?t')} FILTER(!isLiteral(?t)) }} ORDER BY ?h ?t LIMIT {max(limit, 1)}"
         read = len(self.select(facts))
         query = (f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ {{ {facts} }} {self._facts('?t ?p ?h')} "
                  f"FILTER(?p != {r}) }} GROUP BY ?p")
