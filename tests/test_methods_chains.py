@@ -1059,14 +1059,15 @@ def test_merge_windows_shows_each_sentence_once(tmp_path: Path) -> None:
 
 
 def test_inverse_scope_graph_reads_the_inverse_the_neighbourhood_cannot_show(tmp_path: Path) -> None:
-    """`inverse_scope=graph`: Ann's neighbourhood holds one parents / children pair, too few to tell
-    that the relations are inverses; the whole graph holds four, and the record says so."""
+    """`inverse_scope=graph` (the default): Ann's neighbourhood holds one parents / children pair, too
+    few to tell that the relations are inverses (`inverse_scope=subgraph` finds none); the whole graph
+    holds four, and the record says so."""
     rows = "".join(f"{p}\tchildren\t{c}\n{c}\tparents\t{p}\n" for p, c in
                    [("Ann", "Bob"), ("Cy", "Dan"), ("Eve", "Fay"), ("Gus", "Hal")])
     index = _tsv_index(tmp_path, rows)
     question = Question("q", "who is the kid of [Ann]", ["Bob"], topic_entities=["Ann"])
-    record, _ = _run(index, question, _choose("children", "Bob"), choose="top")
+    record, _ = _run(index, question, _choose("children", "Bob"), choose="top", inverse_scope="subgraph")
     assert "inverse_relations" not in record.extra
-    record, _ = _run(index, question, _choose("children", "Bob"), choose="top", inverse_scope="graph")
+    record, _ = _run(index, question, _choose("children", "Bob"), choose="top")
     assert set(record.extra["inverse_relations"].values()) == {mint_relation("children"), mint_relation("parents")}
     assert record.prediction == "Bob"

@@ -232,9 +232,10 @@ class ChainsConfig(MethodConfig):
     inverse_steps: bool = option(True, "the scorer reads a reverse step of a relation whose inverse the question "
                                  "subgraph holds as a forward step of that inverse (parents (reverse) is children; "
                                  "ours)")
-    inverse_scope: str = option("subgraph", "where inverse_steps finds inverse relations: the question subgraph, or "
-                                "the whole graph (a sample of each relation's facts, read once; ours)",
-                                choices=("subgraph", "graph"))
+    inverse_scope: str = option("graph", "where inverse_steps finds inverse relations: the whole graph (up to 1000 "
+                                "facts of each relation, read once per KG) or the question subgraph, where a small "
+                                "neighbourhood often holds too few pairs to tell (ours)",
+                                choices=("graph", "subgraph"))
     doc_steps: int = option(20, "a step through the documents: the entities whose documents name a topic entity "
                             "(of its best `doc_steps` sparse-search passages) join the question subgraph, linked "
                             "to it by a `mentions` step (0: off)", low=0)
