@@ -15,10 +15,10 @@ default) is off unless `--set doc_steps=N` is given. The scorer is the one befor
 `converse_nouns`, `step_direction`, `kin_terms` and `same_twice` (on by default since) unless `--set
 kind_nouns=true` / `--set converse_nouns=true` / `--set step_direction=0.3` / `--set kin_terms=true` /
 `--set same_twice=true` (and `kind_once`, `inverse_steps`, `unnamed_hops`, `kin_synonyms`,
-`unasked_last`, `repeat_mentions`, `co_words`, `mention_order`, `verb_mentions` and `frame_words`, likewise:
+`unasked_last`, `repeat_mentions`, `co_words`, `mention_order`, `verb_mentions`, `frame_words` and `inverse_scope`, likewise:
 `--set kind_once=true`, `--set inverse_steps=true`, `--set unnamed_hops=1.0`, `--set kin_synonyms=true`,
 `--set unasked_last=0.5`, `--set repeat_mentions=true`, `--set co_words=true`, `--set mention_order=0.3`,
-`--set verb_mentions=true`, `--set frame_words=true`) is given, so the counts checked in keep what they
+`--set verb_mentions=true`, `--set frame_words=true`, `--set inverse_scope=graph`) is given, so the counts checked in keep what they
 measured.
 
 With `--json FILE` the counts are also added to FILE under `seed N` / the set (`metaqa-1-hop`,
@@ -82,6 +82,10 @@ SCORERS = {
     # bench/chain_rank_frame_md.sh: the defaults since `frame_words` (those before: "verb_mentions")
     frozenset({*_DEFAULTS, "unnamed_hops=1.0", "kin_synonyms=true", "unasked_last=0.5", "repeat_mentions=true",
                "co_words=true", "mention_order=0.3", "verb_mentions=true", "frame_words=true"}): "frame_words",
+    # bench/chain_rank_inverse_md.sh: the defaults since `inverse_scope=graph` (those before: "frame_words")
+    frozenset({*_DEFAULTS, "unnamed_hops=1.0", "kin_synonyms=true", "unasked_last=0.5", "repeat_mentions=true",
+               "co_words=true", "mention_order=0.3", "verb_mentions=true", "frame_words=true",
+               "inverse_scope=graph"}): "inverse_scope",
 }
 RANKS = ("1", "2-5", "6+", "none")
 
@@ -150,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     # the graph's own chains (`doc_steps`, on by default in the method, only when set here) and the
     # scorer before `kind_nouns`, `converse_nouns`, `step_direction`, `kin_terms`, `same_twice`, `kind_once`,
     # `inverse_steps`, `unnamed_hops`, `kin_synonyms`, `unasked_last`, `repeat_mentions`, `co_words`, `mention_order`,
-    # `verb_mentions` and `frame_words` (likewise), so the counts of
+    # `verb_mentions`, `frame_words` and `inverse_scope=graph` (likewise), so the counts of
     # bench/results/chain_rank.json keep what they measured
     keys = {s.split("=")[0].removeprefix("chains.") for s in args.settings}
     pinned = [f"{k}={v}" for k, v in (("doc_steps", 0), ("kind_nouns", "false"), ("converse_nouns", "false"),
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                                       ("kind_once", "false"), ("inverse_steps", "false"), ("unnamed_hops", 0),
                                       ("kin_synonyms", "false"), ("unasked_last", 0), ("repeat_mentions", "false"),
                                       ("co_words", "false"), ("mention_order", 0), ("verb_mentions", "false"),
-                                      ("frame_words", "false"))
+                                      ("frame_words", "false"), ("inverse_scope", "subgraph"))
               if k not in keys]
     config = method_configs(["chains"], [*pinned, *args.settings])["chains"]
     questions = select_questions(read_questions(args.questions, args.format), sample=args.sample, seed=args.seed)

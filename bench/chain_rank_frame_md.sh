@@ -12,5 +12,5 @@ set -e
 cd "$(dirname "$0")/.."
 out=bench/results/CHAIN-RANK-FRAME.md
 . bench/chain_rank_jobs.sh
-defaults_page "$NOW" "chains: the LLM-free chain ranking with the defaults since frame_words, samples of 50" \
-  "The method's defaults (\`$NOW\`; those before \`frame_words\` are in CHAIN-RANK-VERB.md). Seed 0 is the tables' sample; seeds 1-3 were used to check. \`bash bench/chain_rank_frame_md.sh\` writes this file."
+defaults_page "$FRAME" "chains: the LLM-free chain ranking with the defaults since frame_words, samples of 50" \
+  "The method's defaults (\`$FRAME\`; those before \`frame_words\` are in CHAIN-RANK-VERB.md). Seed 0 is the tables' sample; seeds 1-3 were used to check. \`bash bench/chain_rank_frame_md.sh\` writes this file."

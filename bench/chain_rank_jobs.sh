@@ -1,7 +1,7 @@
-# Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked,repeat,co,order,order_pq2h,verb,frame}_md.sh): each runs
+# Sourced by the chain-rank result scripts (bench/chain_rank_{meaning,options,unnamed,offered,kin,unasked,repeat,co,order,order_pq2h,verb,frame,inverse}_md.sh): each runs
 # jobs of bench.chain_rank, writing $out.a / $out.b and their counts to $json.a / $json.b (cleared when
 # sourced). Needs $out (the results page) set; sets $S (the shared data), $json (bench/results/chain_rank.json),
-# $DEFAULTS, $CO, $VERB and $NOW, and the functions pq2h_index and defaults_page.
+# $DEFAULTS, $CO, $VERB, $FRAME and $NOW, and the functions pq2h_index and defaults_page.
 S=../shared/data
 json=bench/results/chain_rank.json
 # the method's defaults since `inverse_steps` (bench.chain_rank pins them off unless set); the scripts add the later ones
@@ -10,8 +10,10 @@ DEFAULTS="--set doc_steps=20 --set kind_nouns=true --set converse_nouns=true --s
 CO="$DEFAULTS --set unnamed_hops=1.0 --set kin_synonyms=true --set unasked_last=0.5 --set repeat_mentions=true --set co_words=true"
 # the method's defaults since `mention_order` and `verb_mentions`
 VERB="$CO --set mention_order=0.3 --set verb_mentions=true"
-# the method's defaults now (those since `frame_words`)
-NOW="$VERB --set frame_words=true"
+# the method's defaults since `frame_words`
+FRAME="$VERB --set frame_words=true"
+# the method's defaults now (those since `inverse_scope=graph`)
+NOW="$FRAME --set inverse_scope=graph"
 rm -f "$out.a" "$out.b" "$json.a" "$json.b"  # what a stopped run left
 
 pq2h_index() {  # PathQuestion's two-hop graph as an index (data/indexes/pq2h), unless it is there

@@ -181,7 +181,7 @@ class SparqlEndpointKG(GraphBase):
         return sample_edges(((r["p"]["value"], self._value(r["t"])) for r in rows), limit)
 
     def back_relations(self, relation: str, limit: int) -> tuple[int, Counter[str]]:
-        """Like `OxigraphKG.back_relations`, in two queries: the facts (the first `limit` with an IRI
+        """Like `OxigraphKG.back_relations`, in two queries: the facts (the first `limit` with an entity
         tail in SPARQL order), then the relations back from their tails, counted by the endpoint."""
         r = self._iri(relation)
         if r is None:

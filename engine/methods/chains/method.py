@@ -16,6 +16,9 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    through the document that states it. Each chain's relation words are
    scored against the question with the index's embedding model (cosine; `scorer=dense`) or by
    word overlap (`scorer=lexical`), and the best `shown_chains` with distinct end sets are kept.
+   With `inverse_steps` a reverse step of a relation that has an inverse reads as a forward step of
+   the inverse; `inverse_scope=graph` (the default) finds the inverse pairs over the whole graph
+   (`relation_inverses.graph_inverses`), `subgraph` in the question subgraph alone.
 3. The choice: by default the scorer's best route (`choose=top`, no call: with the 0.5B model a
    choice call picked the right route less often than the scorer ranked it first, docs/methods/
    chains.md). `choose=llm`: one choice call, the chains as readable routes ("Kill Bill -written
@@ -32,7 +35,9 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
    the topic entities' documents and of the question's own best passages (dense search, BM25
    without vectors), ranked against the question at query time; the best `windows` are shown.
    With `window_words` (offered, off by default; ours) the question's words that the route's
-   relations do not name, weighed by how few of the windows say them, add to the cosine.
+   relations do not name, weighed by how few of the windows say them, add to the cosine. With
+   `merge_windows` (offered, off by default; ours) shown windows of one document that share a
+   sentence are one passage, each sentence said once.
 6. One answer call: the chosen chain's facts and the windows; the reply is an enum of the
    candidate names, answer-shaped spans of the shown windows (`answer_spans`; with
    `definite_kinds` also what a window says a thing "is the"; with `subject_names`, offered, a
@@ -229,9 +234,9 @@ class ChainsConfig(MethodConfig):
                               "this, excused only by the other such words (ours)", **_W)
     reverse_words: bool = option(False, "the whole-chain cosine reads a reverse step as what has the relation "
                                  "(\"things written by it\", not \"written by (reverse)\"; ours)")
-    inverse_steps: bool = option(True, "the scorer reads a reverse step of a relation whose inverse the question "
-                                 "subgraph holds as a forward step of that inverse (parents (reverse) is children; "
-                                 "ours)")
+    inverse_steps: bool = option(True, "the scorer reads a reverse step of a relation that has an inverse in the "
+                                 "graph (`inverse_scope`) as a forward step of that inverse (parents (reverse) is "
+                                 "children; ours)")
     inverse_scope: str = option("graph", "where inverse_steps finds inverse relations: the whole graph (up to 1000 "
                                 "facts of each relation, read once per KG) or the question subgraph, where a small "
                                 "neighbourhood often holds too few pairs to tell (ours)",
@@ -655,7 +660,7 @@ class ChainsRun:
     def _merged(self, picked: list[tuple[ShownWindow, int]], chunks: dict[str, Any]) -> list[ShownWindow]:
         """`merge_windows`: the picked windows (best first, each with its first sentence), those of
         one chunk that share a sentence joined into one passage of their sentences in the
-        document's order, at the place of the best of them."""
+        document's order, at the place of the best of them (at most twice `max_window_chars`)."""
         size = self.config.window_sentences
         groups: list[tuple[ShownWindow, set[int]]] = []  # the best window of a group, its sentences
         for unit, start in picked:
