@@ -181,14 +181,13 @@ class SparqlEndpointKG(GraphBase):
         return sample_edges(((r["p"]["value"], self._value(r["t"])) for r in rows), limit)
 
     def back_relations(self, relation: str, limit: int) -> tuple[int, Counter[str]]:
-        """Like `OxigraphKG.back_relations`, in two queries: the facts (the first `limit` with an entity
-        tail in SPARQL order), then the relations back from their tails, counted by the endpoint."""
+        """Like `OxigraphKG.back_relations`, in one query: the facts (the first `limit` with an entity
+        tail in SPARQL order), each with the relations back from its tail, if any."""
         r = self._iri(relation)
         if r is None:
             return 0, Counter()
         facts = f"SELECT DISTINCT ?h ?t WHERE {{ {self._facts(f'?h {r} ?t')} FILTER(!isLiteral(?t)) }} ORDER BY ?h ?t LIMIT {max(limit, 1)}"
-        read = len(self.select(facts))
-        query = (f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ {{ {facts} }} {self._facts('?t ?p ?h')} "
-                 f"FILTER(?p != {r}) }} GROUP BY ?p")
-        back: Counter[str] = Counter({row["p"]["value"]: int(row["n"]["value"]) for row in self.select(query)})
-        return read, back
+        query = f"SELECT ?h ?t ?p WHERE {{ {{ {facts} }} OPTIONAL {{ {self._facts('?t ?p ?h')} FILTER(?p != {r}) }} }}"
+        rows = self.select(query)
+        read = len({(row["h"]["value"], row["t"]["value"]) for row in rows})
+        return read, Counter(row["p"]["value"] for row in rows if "p" in row)

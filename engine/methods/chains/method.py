@@ -305,6 +305,12 @@ class ShownWindow:
     collection: str
 
 
+def _shown(chunk: Any, text: str) -> ShownWindow:
+    """A window of `chunk` as the answer call reads it: its text, after its title unless it says it."""
+    shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
+    return ShownWindow(shown, chunk.chunk_id, chunk.title, chunk.collection)
+
+
 @dataclass
 class Evidence:
     """What the answer call reads: the chosen chain's facts and the document windows."""
@@ -635,9 +641,7 @@ class ChainsRun:
             limit = cfg.max_window_chars
             for chunk in chunks.values():
                 for window in sentence_windows(chunk, size, stride=max(1, size - 1)):
-                    text = " ".join(window.text.split())[:limit]
-                    shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
-                    units.append(ShownWindow(shown, chunk.chunk_id, chunk.title, chunk.collection))
+                    units.append(_shown(chunk, " ".join(window.text.split())[:limit]))
                     starts.append(window.first_sentence)
             if not units or self.dense is None:
                 return units[: cfg.windows]
@@ -682,9 +686,7 @@ class ChainsRun:
             chunk = chunks[best.chunk_id]
             spans = sentence_spans(chunk.text)
             text = " ".join(" ".join(chunk.text[a:b] for a, b in spans[min(sentences):max(sentences) + 1]).split())
-            text = text[: self.config.max_window_chars * 2]
-            shown = f"{chunk.title}: {text}" if chunk.title and chunk.title not in text else text
-            merged.append(ShownWindow(shown, best.chunk_id, best.title, best.collection))
+            merged.append(_shown(chunk, text[: self.config.max_window_chars * 2]))
         return merged
 
     def _withheld(self, topics: list[str], routes: list[Chain], candidates: list[str]) -> set[str]:
