@@ -29,7 +29,7 @@ PINNED_DEFAULT_HASHES = {
     "hydra": "6b5828a669a80726",
     "hydra-e": "341d59350f58a23e",
     "hydra-s": "efc8a93eada10742",  # echo_retry=spans (95f08e668f06e48d before it, e7802dc862566993 before answer_forms, e2748f2ec4c9a9ef before windows_beside_docs, 7c7aeaf31c6b5c45 before answer_windows=3; dbb9b074002d8226 before chain_weights=chains, end_prefix)
-    "chains": "1168d60601f612fb",  # inverse_scope=graph (5ab9f06c7ed1f12e before it), frame_words and whole_names (c910aae0bef84982 before them), asked_sets and past_ends (4d58b04741e8452c before them), mention_order=0.3 and verb_mentions (2e47cc04214f7676 before them), co_words (7f281b06aa3db980 before it), repeat_mentions and unasked_spans (7845bb82d61bcaf6 before them), unasked_last (109e1b1f73a4b690 before it), kin_synonyms (2ea027bb607063f3 before it), unnamed_hops (45f295308d426fdc before it), inverse_steps (10f9a29be63a7d15 before it), echo_retry (773c35e38edbba63 before it), kind_once (286195e6419cc1be before it), same_twice (c4aad5f5353d5285 before it, a0024319773c8894 before definite_kinds, 6535026e281c1918 before date_grain, 4dc3792c6648ef1d before bare_counts, 1901a34b138cabd9 before kin_terms, 96261166931a2e28 before step_direction, 51928a4e52e35ab4 before described_sets, 36441735f4c453fd before converse_nouns, 0132f486a093c662 before evidence_last=named, bdbd8ee6c7d30422 before kind_nouns, 132187f389fe46fe before doc_steps)
+    "chains": "9687c1a2c3b70109",  # topic_docs=also (1168d60601f612fb before it), inverse_scope=graph (5ab9f06c7ed1f12e before it), frame_words and whole_names (c910aae0bef84982 before them), asked_sets and past_ends (4d58b04741e8452c before them), mention_order=0.3 and verb_mentions (2e47cc04214f7676 before them), co_words (7f281b06aa3db980 before it), repeat_mentions and unasked_spans (7845bb82d61bcaf6 before them), unasked_last (109e1b1f73a4b690 before it), kin_synonyms (2ea027bb607063f3 before it), unnamed_hops (45f295308d426fdc before it), inverse_steps (10f9a29be63a7d15 before it), echo_retry (773c35e38edbba63 before it), kind_once (286195e6419cc1be before it), same_twice (c4aad5f5353d5285 before it, a0024319773c8894 before definite_kinds, 6535026e281c1918 before date_grain, 4dc3792c6648ef1d before bare_counts, 1901a34b138cabd9 before kin_terms, 96261166931a2e28 before step_direction, 51928a4e52e35ab4 before described_sets, 36441735f4c453fd before converse_nouns, 0132f486a093c662 before evidence_last=named, bdbd8ee6c7d30422 before kind_nouns, 132187f389fe46fe before doc_steps)
 }
 
 # data/runs/chains/metaqa-1-hop (50 MetaQA 1-hop questions, qwen2.5-coder-0.5b): its run.json config
@@ -69,7 +69,7 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
              "doc_words": 0.0, "kin_synonyms": False, "unasked_last": 0.0, "unasked_spans": False,
              "co_words": False, "mention_order": 0.0, "verb_mentions": False, "asked_sets": 0.0,
              "past_ends": False, "frame_words": False, "whole_names": False, "window_words": 0.0,
-             "subject_names": False, "merge_windows": False, "inverse_scope": "subgraph"}
+             "subject_names": False, "merge_windows": False, "inverse_scope": "subgraph", "topic_docs": "route"}
     configs = method_configs(["chains"], ["relation_cover=0", "relation_order=0", "cover_counts=false", "meaning_cover=0",
                                           "choose=\"llm\"", "doc_steps=0", "kind_nouns=false",
                                           "evidence_last=\"facts\"", "converse_nouns=false",
@@ -81,7 +81,7 @@ def test_an_existing_run_resumes_with_the_same_hashes() -> None:
                                           "mention_order=0", "verb_mentions=false", "asked_sets=0",
                                           "past_ends=false", "frame_words=false", "whole_names=false",
                                           "window_words=0", "subject_names=false", "merge_windows=false",
-                                          "inverse_scope=\"subgraph\""])
+                                          "inverse_scope=\"subgraph\"", "topic_docs=\"route\""])
     assert configs["chains"] == {**CHAINS_RUN_CONFIG, **added}
     kept = {k: v for k, v in configs["chains"].items() if k not in added}
     assert json.dumps(kept) == json.dumps(CHAINS_RUN_CONFIG)  # same types: 3 not 3.0

@@ -1071,3 +1071,43 @@ def test_inverse_scope_graph_reads_the_inverse_the_neighbourhood_cannot_show(tmp
     record, _ = _run(index, question, _choose("children", "Bob"), choose="top")
     assert set(record.extra["inverse_relations"].values()) == {mint_relation("children"), mint_relation("parents")}
     assert record.prediction == "Bob"
+
+
+def test_topic_docs_read_the_topic_s_own_report_where_no_relation_is_named(tmp_path: Path) -> None:
+    """`topic_docs`: "who is the chief executive of X" names no relation of a graph that only says X's
+    parent. The route (choose=top) goes to the parent, and with `topic_docs=route` the windows are
+    the parent's report, which names the parent's chief executive; with `first` they are X's own
+    report, with `also` both. A question that names its route keeps the route's documents."""
+    index = _tsv_index(tmp_path, "Larkspur Instruments\tsubsidiary_of\tOrvel Holdings\n"
+                                 "Orvel Holdings\theadquartered_in\tCorvane\n",
+                       '{"id": "d1", "title": "Orvel Holdings", "text": "Petra Vance is group chief executive. '
+                       'The group is chaired by Dagny Hollis."}\n'
+                       '{"id": "d2", "title": "Larkspur Instruments", "text": "Ilse Marrow has been chief '
+                       'executive since 2021. The company builds laboratory balances."}\n')
+    chief = Question("q", "Who is the chief executive of Larkspur Instruments?", ["Ilse Marrow"],
+                     topic_entities=["Larkspur Instruments"])
+
+    def titles(question: Question, answer: str, **overrides: Any) -> set[str]:
+        record, _ = _run(index, question, _choose("", answer), choose="top", **overrides)
+        return {t for p in record.paths if p.source != "kg" for t in p.titles}
+
+    assert titles(chief, "Ilse Marrow", topic_docs="route") == {"Orvel Holdings"}
+    assert titles(chief, "Ilse Marrow", topic_docs="first") == {"Larkspur Instruments"}
+    assert titles(chief, "Ilse Marrow", topic_docs="also") == {"Larkspur Instruments", "Orvel Holdings"}
+    parent = Question("q", "Who chairs the parent company that Larkspur Instruments is a subsidiary of?",
+                      ["Dagny Hollis"], topic_entities=["Larkspur Instruments"])
+    assert titles(parent, "Dagny Hollis", topic_docs="first") == {"Orvel Holdings"}
+
+
+def test_topic_docs_leave_a_route_through_documents_to_its_documents() -> None:
+    """`topic_docs` reads the topic's documents only past a fact of the graph: a route whose first
+    step is a document's mention (`doc_steps`' step, a mentions graph's relation) already reads
+    documents that speak of the topic."""
+    from engine.methods.chains.method import MENTIONED, _fact_step
+    from index.mentions_kg import MENTIONS
+
+    def first(relation: str) -> Chain:
+        return Chain("t", ((relation, "out"),), [["t"], ["e"]])
+
+    assert _fact_step(first("https://localkg.example/relation/subsidiary_of"))
+    assert not _fact_step(first(MENTIONS)) and not _fact_step(first(MENTIONED))

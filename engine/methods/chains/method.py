@@ -34,6 +34,10 @@ complete, readable candidates (SLM-ToG 2025, GCR, TARGA, SubgraphRAG). So:
 5. Evidence from documents (when the index has them): sentence windows of the candidates' and
    the topic entities' documents and of the question's own best passages (dense search, BM25
    without vectors), ranked against the question at query time; the best `windows` are shown.
+   With `topic_docs=also` (the default; ours), where the question names no relation of the graph
+   and the route's first step is a graph fact, the topic entities' own documents are read beside
+   the route's: "who is the chief executive of X" over a graph that only says X's parent is
+   answered by X's report, not by the parent's.
    With `window_words` (offered, off by default; ours) the question's words that the route's
    relations do not name, weighed by how few of the windows say them, add to the cosine. With
    `merge_windows` (offered, off by default; ours) shown windows of one document that share a
@@ -106,6 +110,7 @@ from engine.methods.shared.word_forms import word_form, word_list, word_stems
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord, Question
 from index.chunking import sentence_spans
+from index.mentions_kg import MENTIONS
 from ingest.base.errors import LocalkgError
 
 if TYPE_CHECKING:
@@ -262,6 +267,13 @@ class ChainsConfig(MethodConfig):
     merge_windows: bool = option(False, "shown windows of one document that share a sentence are shown as one "
                                  "passage, each sentence once (ours): the same sentence twice costs prompt tokens "
                                  "and reads as two statements")
+    topic_docs: str = option("also", "whose documents the windows come from where the question names no relation "
+                             "of the graph: the route's entities (route; the topic's only when theirs have none), "
+                             "the topic's and the route's (also), or the topic's first, the route's only when the "
+                             "topic has none (first; ours), where the route's first step is a fact of the graph (not "
+                             "a document's mention): an unnamed route is the scorer's guess, and \"who is the chief "
+                             "executive of X\" is answered by X's own report, not by its parent's",
+                             choices=("route", "also", "first"))
     window_entities: int = option(5, "entities per set of the route whose documents are read", low=1)
     abstain: bool = option(True, '"none" of the routes, then "not found" in the documents: an abstention')
     graph_spans: bool = option(True, "offer the window spans that name an entity next to the chosen route in the "
@@ -303,6 +315,13 @@ class ShownWindow:
     chunk_id: str
     title: str
     collection: str
+
+
+def _fact_step(chain: Chain) -> bool:
+    """Whether the chain's first step is a fact of the graph, not a document's mention of the topic
+    (`doc_steps`' `MENTIONED`, a mentions graph's `mentions`): the documents along a mention already
+    speak of the topic, those past a fact speak of another entity (`topic_docs`)."""
+    return bool(chain.steps) and chain.steps[0][0] not in (MENTIONED, MENTIONS)
 
 
 def _shown(chunk: Any, text: str) -> ShownWindow:
@@ -626,8 +645,14 @@ class ChainsRun:
                     for chunk in docs.chunks_of(entity, cfg.max_chunks_per_entity):
                         chunks.setdefault(chunk.chunk_id, chunk)
 
-            read(readers or topics)
-            if not chunks and readers and self.scorer is not None and self.scorer.names_none:
+            unnamed = self.scorer is not None and self.scorer.names_none
+            if unnamed and readers and cfg.topic_docs != "route" and routes and _fact_step(routes[0]):
+                read(topics)
+                if not chunks or cfg.topic_docs == "also":
+                    read(readers)
+            else:
+                read(readers or topics)
+            if not chunks and readers and unnamed:
                 # the question names no relation and the route's entities have no documents: what it
                 # asks may be a fact of the topic that only the topic's own report states ("who is the
                 # chief executive of X": the route to X's founder, a person without a document)
@@ -848,5 +873,5 @@ def run_chains(question: Question, ctx: Context, config: dict[str, Any]) -> Answ
 CHAINS = MethodSpec.typed(
     "chains", run_chains, ChainsConfig,
     "ours, for small models: LLM-free chain search and ranking, one answer call (choose=llm: a choice call first)",
-    hash_when_set=("answer_routes",), hash_unless={"inverse_scope": "subgraph", "merge_windows": False, "window_words": 0.0, "subject_names": False, "whole_names": False, "frame_words": False, "past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
+    hash_when_set=("answer_routes",), hash_unless={"topic_docs": "route", "inverse_scope": "subgraph", "merge_windows": False, "window_words": 0.0, "subject_names": False, "whole_names": False, "frame_words": False, "past_ends": False, "asked_sets": 0.0, "verb_mentions": False, "mention_order": 0.0, "co_words": False, "unasked_spans": False, "unasked_last": 0.0, "kin_synonyms": False, "doc_words": 0.0, "reverse_words": False, "repeat_mentions": False, "unnamed_hops": 0.0, "echo_retry": False, "kind_once": False, "same_twice": False, "definite_kinds": False, "date_grain": False, "bare_counts": False, "kin_terms": False, "step_direction": 0.0, "described_sets": 0.0, "converse_nouns": False, "evidence_last": "facts", "kind_nouns": False, "doc_steps": 0, "alternatives": False, "meaning_cover": 0.0, "meaning_threshold": 0.55, "meaning_margin": 0.0, "unnamed_step": 0.0, "inverse_steps": False, "graph_spans": True, "relation_cover": 0.0, "relation_order": 0.0, "cover_counts": False},
 )
