@@ -632,7 +632,10 @@ class ChainsRun:
         its own chief executive, which is not what "the chief executive of its supplier" asks.
         Where the question names no relation (`unnamed_hops`) and the route's entities have no
         documents, the topic entities' documents are read: "who is the chief executive of X" names
-        nothing of the graph, and its route to X's founder reaches a person without a document."""
+        nothing of the graph, and its route to X's founder reaches a person without a document. With
+        `topic_docs` (`also`, the default) they are read where the question names no relation and the
+        route's first step is a graph fact, whether the route's entities have documents or not: its
+        route to X's parent reaches the parent's report, which names the parent's chief executive."""
         cfg = self.config
         if cfg.windows <= 0 or self.docs is None:
             return []
