@@ -510,7 +510,7 @@ def test_options_added_later_enter_the_hash_only_when_set() -> None:
     added = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
              "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities", "path_relevance",
              "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers",
-             "answer_forms", "echo_retry")
+             "answer_forms", "echo_retry", "topic_windows")
     base = default_config("hydra")
     before = {k: v for k, v in base.items() if k not in added}
     blob = json.dumps({"method": "hydra", "config": before}, sort_keys=True, default=str)
@@ -610,6 +610,27 @@ def test_answer_windows_read_the_reports_of_the_entities_the_chosen_paths_reach(
     assert "Caspar Ellwood" not in enum and "read_windows" not in record.extra
     record, enum, user = answered(PARENT_FOUNDER, "Aldric Brennvald", answer_windows=3)
     assert "read_windows" not in record.extra and all(p.source == "kg" for p in record.paths)
+
+
+def test_topic_windows_read_the_topic_s_report_where_no_word_names_a_relation(demo_index: Path) -> None:
+    """"Who is the chief executive of X" names no relation of the demo's graph; the model chooses the
+    path to X's parent, and the answer call reads windows of the parent's report only. With
+    `topic_windows` (offered, off) X's own report is read beside it. A question that names its
+    relation ("who founded the parent company of X") reads no window either way."""
+    def read(question: Question, **config: Any) -> set[str]:
+        def reply(req: ScriptedRequest) -> Any:
+            if req.stage == "answer":
+                return {"enough": "Yes", "answer": req.schema["properties"]["answer"]["enum"][0]}  # type: ignore[index]
+            return script([("Yes", "")], prefer=("subsidiary of",),
+                          skyline="Norvale Motors - parent - company - answer")(req)
+        record, _ = run(demo_index, question, reply, "hydra-s", **config)
+        return {w["text"].split(":")[0] for w in record.extra.get("read_windows", [])}
+
+    chief = Question("d", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"])
+    assert default_config("hydra-s")["topic_windows"] is False
+    assert read(chief) == {"Brennvald Holdings"}
+    assert "Norvale Motors" in read(chief, topic_windows=True)
+    assert read(PARENT_FOUNDER, topic_windows=True) == set()
 
 
 def test_windows_beside_docs_read_the_reached_reports_beside_a_chosen_sentence(demo_index: Path) -> None:

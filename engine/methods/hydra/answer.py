@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.access.graph import GroupedPath
 from engine.methods.hydra import prompts as hp
-from engine.methods.hydra.chain_relevance import scaled
+from engine.methods.hydra.chain_relevance import ChainRelevance, scaled
 from engine.methods.hydra.docs import DocPath, entity_sentences, sentence_candidates, top_sentences
 from engine.methods.hydra.explore import HydraExplorer
 from engine.methods.hydra.score import Candidate, Pruned, Scored, prune
@@ -19,6 +19,7 @@ from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import answer_of, timed
 from index.entities import normalise
 from index.graph_docs import restates_graph
+from index.mentions_kg import MENTIONS
 
 
 class HydraRun(HydraExplorer):
@@ -138,7 +139,7 @@ class HydraRun(HydraExplorer):
         if chains is not None and not chains.scorer.silent_words:
             return []  # every word of the question names a relation of the graph: its paths answer
         with timed(self.record, "retrieval"):
-            sentences = entity_sentences(self.docs, self._reached_ids(kg_paths), self.config.window_sentences,
+            sentences = entity_sentences(self.docs, self._window_ids(kg_paths, chains), self.config.window_sentences,
                                          self.config.max_chunks_per_entity)
             query = chains.query if chains is not None else masked_question(self.text, self.topic_labels)
             # `windows_beside_docs`: room for the chosen sentences, which are not read twice
@@ -147,6 +148,18 @@ class HydraRun(HydraExplorer):
         shown = {c.text for c in selected}
         return [c for c in sentence_candidates(best, self.topic_labels, self.config.max_sentence_chars)
                 if c.text not in shown][:k]
+
+    def _window_ids(self, kg_paths: Sequence[Candidate], chains: ChainRelevance | None) -> list[str]:
+        """The entities whose documents `read_windows` reads: those the paths reach (`_reached_ids`);
+        with `topic_windows` (ours), the topic entities first where no question word names a relation
+        and a chosen path starts with a graph fact: the route is then the scorer's guess, and the
+        topic's own report states what the question asks of it."""
+        reached = self._reached_ids(kg_paths)
+        if not self.config.topic_windows or chains is None or not chains.scorer.names_no_relation:
+            return reached
+        if not any(_starts_with_fact(c) for c in kg_paths):
+            return reached
+        return list(dict.fromkeys([*self.topics, *reached]))
 
     def _reached_ids(self, selected: Sequence[Candidate]) -> list[str]:
         """The entities the chosen KG paths reach, not the topics: each path's end set (at its best
@@ -263,3 +276,9 @@ def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:
     for c in pool:
         seen.setdefault((c.source, c.text), c)
     return list(seen.values())
+
+
+def _starts_with_fact(candidate: Candidate) -> bool:
+    """Whether a KG path's first step is a fact of the graph, not a mentions graph's `mentions`."""
+    group = candidate.payload
+    return isinstance(group, GroupedPath) and bool(group.relations) and group.relations[0][0] != MENTIONS

@@ -115,6 +115,11 @@ class HydraConfig(MethodConfig):
                                               "the KG paths reach), unless every chosen sentence is of a "
                                               "document that restates the graph (--kg-as-docs); off: only where "
                                               "it chose KG paths alone (hydra-s: on)")
+    topic_windows: bool = option(False, "answer_windows with path_relevance=chains (ours): where no question word "
+                                        "names a relation of the question subgraph and a chosen KG path starts with "
+                                        "a fact of the graph (not a document's mention), the topic entities' own "
+                                        "documents are read beside the reached entities' (\"who is the chief "
+                                        "executive of X\" over a graph that only says X's parent)")
     answer_forms: bool = option(False, "ours: the answer as the evidence's document sentences state it: a part of a "
                                        "date or period a sentence states, for a \"when\" question, becomes that date "
                                        "or period (\"1845\" -> \"August 6, 1845\"); a bare number they state only "

@@ -162,7 +162,7 @@ def run_hydra_s(question: Question, ctx: Context, config: dict[str, Any]) -> Ans
 _ADDED = ("group_scoring", "beam", "initial_depth", "path_lengths", "answer_choice", "max_answer_names",
           "web_collections", "topic_search", "doc_evidence", "doc_entities", "max_doc_entities",
           "path_relevance", "answer_prompt", "chain_weights", "end_prefix", "answer_windows", "windows_beside_docs", "doc_answers",
-          "answer_forms", "echo_retry")
+          "answer_forms", "echo_retry", "topic_windows")
 HYDRA = MethodSpec.typed(
     "hydra", run_hydra, HydraConfig,
     "HydraRAG: skyline-guided path search over KG and documents, cross-source pruning, phased answering",
@@ -176,4 +176,4 @@ HYDRA_S = MethodSpec.typed(
     "HydraRAG with settings for small models (ours): every depth, KG paths ranked by the chains scorer, "
     "sentences as evidence, answers from the paths' ends, the evidence's words or the reached entities' documents",
     hash_unless={"chain_weights": "first", "end_prefix": False, "answer_windows": 0, "windows_beside_docs": False, "doc_answers": "free",
-                 "answer_forms": False, "echo_retry": "off"})
+                 "answer_forms": False, "echo_retry": "off", "topic_windows": False})

@@ -216,13 +216,18 @@ class ChainScorer:
         self.named_relations = {r for _, names in self.meaning_words for r in names}
         # `unnamed_hops`: the question names no relation (by word form or meaning), nor asks for one
         # there and back ("the same movie")
-        self.names_none = bool(weights.unnamed_hops) and not self.relation_words \
-            and not self.question_relations() and not _SAME.search(query.lower())
+        self.names_none = bool(weights.unnamed_hops) and self.names_no_relation
         # `unasked_last`, read once: how many mentions name each relation, and whether the question
         # leaves the cost out (words it cannot place, a classifier noun asked, no relation named)
         self._said_relations = Counter(r for _, names in self.meaning_words for r in names)
         classifier = any(word_form(w) in _CLASSIFIERS for w in _WORD.findall((asked_class(query) or "").lower()))
         self._last_unasked_free = not self.named_relations or bool(self.silent_words) or classifier
+
+    @property
+    def names_no_relation(self) -> bool:
+        """No question word names a relation of the subgraph, by word form or meaning, nor asks for one
+        there and back ("the same movie"): `unnamed_hops` weighs this; read whatever the weights."""
+        return not self.relation_words and not self.question_relations() and not _SAME.search(self.query.lower())
 
     @property
     def names_each_word(self) -> bool:
