@@ -81,6 +81,7 @@ from engine.methods.shared.chain_plans import (
     distinct_best,
     enumerate_chains,
     joined_chains,
+    starts_with_fact,
     step_text,
     walk_sets,
 )
@@ -110,7 +111,6 @@ from engine.methods.shared.word_forms import word_form, word_list, word_stems
 from engine.methods.spec import MethodSpec
 from engine.questions.record import AnswerRecord, Question
 from index.chunking import sentence_spans
-from index.mentions_kg import MENTIONS
 from ingest.base.errors import LocalkgError
 
 if TYPE_CHECKING:
@@ -318,10 +318,8 @@ class ShownWindow:
 
 
 def _fact_step(chain: Chain) -> bool:
-    """Whether the chain's first step is a fact of the graph, not a document's mention of the topic
-    (`doc_steps`' `MENTIONED`, a mentions graph's `mentions`): the documents along a mention already
-    speak of the topic, those past a fact speak of another entity (`topic_docs`)."""
-    return bool(chain.steps) and chain.steps[0][0] not in (MENTIONED, MENTIONS)
+    """`starts_with_fact`, `doc_steps`' `MENTIONED` a mention too."""
+    return starts_with_fact(chain.steps, (MENTIONED,))
 
 
 def _shown(chunk: Any, text: str) -> ShownWindow:

@@ -15,11 +15,11 @@ from engine.methods.hydra.explore import HydraExplorer
 from engine.methods.hydra.score import Candidate, Pruned, Scored, prune
 from engine.methods.hydra.state import Analysis, Attempt
 from engine.methods.shared.answer_spans import allowed_answers, echoes
+from engine.methods.shared.chain_plans import starts_with_fact
 from engine.methods.shared.chain_scoring import masked_question
 from engine.methods.shared.common import answer_of, timed
 from index.entities import normalise
 from index.graph_docs import restates_graph
-from index.mentions_kg import MENTIONS
 
 
 class HydraRun(HydraExplorer):
@@ -279,6 +279,6 @@ def _dedupe(pool: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _starts_with_fact(candidate: Candidate) -> bool:
-    """Whether a KG path's first step is a fact of the graph, not a mentions graph's `mentions`."""
+    """A KG path's `starts_with_fact`."""
     group = candidate.payload
-    return isinstance(group, GroupedPath) and bool(group.relations) and group.relations[0][0] != MENTIONS
+    return isinstance(group, GroupedPath) and starts_with_fact(group.relations)

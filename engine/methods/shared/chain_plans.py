@@ -22,8 +22,17 @@ from dataclasses import dataclass, field
 
 from engine.access.graph import Subgraph
 from engine.access.kg_protocol import is_literal
+from index.mentions_kg import MENTIONS
 
 Step = tuple[str, str]  # (relation id, direction "out" | "in")
+
+
+def starts_with_fact(steps: Sequence[Step], mentions: Sequence[str] = ()) -> bool:
+    """Whether the first step is a fact of the graph, not a document's mention of the topic (a
+    mentions graph's `mentions`, or the caller's own mention relations): the documents along a
+    mention already speak of the topic, those past a fact speak of another entity (`chains`'
+    `topic_docs`, `hydra`'s `topic_windows`)."""
+    return bool(steps) and steps[0][0] != MENTIONS and steps[0][0] not in mentions
 Label = Callable[[str], str]
 ChainScorer = Callable[[Sequence["Chain"]], list[float]]
 
