@@ -400,14 +400,14 @@ def test_path_relevance_chains_ranks_the_chain_the_question_describes_first(demo
 
 
 def test_hydra_s_is_hydra_with_the_small_model_settings() -> None:
-    """Ours, beside the paper's `hydra`: thirteen defaults differ, every other key is hydra's."""
+    """Ours, beside the paper's `hydra`: fourteen defaults differ, every other key is hydra's."""
     hydra, small = default_config("hydra"), default_config("hydra-s")
     changed = {k: v for k, v in small.items() if hydra[k] != v}
     assert changed == {"initial_depth": "max", "path_lengths": "up_to", "path_relevance": "chains",
                        "answer_choice": "ends", "answer_prompt": "short", "doc_evidence": "sentences",
                        "web_collections": "all", "chain_weights": "chains", "end_prefix": True,
                        "answer_windows": 3, "windows_beside_docs": True, "answer_forms": True,
-                       "echo_retry": "spans"}
+                       "echo_retry": "spans", "topic_windows": True}
     assert set(small) == set(hydra)
 
 
@@ -614,9 +614,10 @@ def test_answer_windows_read_the_reports_of_the_entities_the_chosen_paths_reach(
 
 def test_topic_windows_read_the_topic_s_report_where_no_word_names_a_relation(demo_index: Path) -> None:
     """"Who is the chief executive of X" names no relation of the demo's graph; the model chooses the
-    path to X's parent, and the answer call reads windows of the parent's report only. With
-    `topic_windows` (offered, off) X's own report is read beside it. A question that names its
-    relation ("who founded the parent company of X") reads no window either way."""
+    path to X's parent, and without `topic_windows` the answer call reads windows of the parent's
+    report only. With it (`hydra-s`'s default, off in `hydra`) X's own report is read beside it. A
+    question that names its relation ("who founded the parent company of X") reads no window
+    either way."""
     def read(question: Question, **config: Any) -> set[str]:
         def reply(req: ScriptedRequest) -> Any:
             if req.stage == "answer":
@@ -627,9 +628,9 @@ def test_topic_windows_read_the_topic_s_report_where_no_word_names_a_relation(de
         return {w["text"].split(":")[0] for w in record.extra.get("read_windows", [])}
 
     chief = Question("d", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"])
-    assert default_config("hydra-s")["topic_windows"] is False
-    assert read(chief) == {"Brennvald Holdings"}
-    assert "Norvale Motors" in read(chief, topic_windows=True)
+    assert default_config("hydra-s")["topic_windows"] is True and default_config("hydra")["topic_windows"] is False
+    assert read(chief, topic_windows=False) == {"Brennvald Holdings"}
+    assert "Norvale Motors" in read(chief)
     assert read(PARENT_FOUNDER, topic_windows=True) == set()
 
 

@@ -159,6 +159,7 @@ class HydraRun(HydraExplorer):
             return reached
         if not any(_starts_with_fact(c) for c in kg_paths):
             return reached
+        self.record.extra["topic_windows"] = True  # where the option acted: the runs count these
         return list(dict.fromkeys([*self.topics, *reached]))
 
     def _reached_ids(self, selected: Sequence[Candidate]) -> list[str]:

@@ -119,7 +119,7 @@ class HydraConfig(MethodConfig):
                                         "names a relation of the question subgraph and a chosen KG path starts with "
                                         "a fact of the graph (not a document's mention), the topic entities' own "
                                         "documents are read beside the reached entities' (\"who is the chief "
-                                        "executive of X\" over a graph that only says X's parent)")
+                                        "executive of X\" over a graph that only says X's parent; hydra-s: on)")
     answer_forms: bool = option(False, "ours: the answer as the evidence's document sentences state it: a part of a "
                                        "date or period a sentence states, for a \"when\" question, becomes that date "
                                        "or period (\"1845\" -> \"August 6, 1845\"); a bare number they state only "
@@ -152,7 +152,9 @@ class HydraSConfig(HydraConfig):
     each chosen KG path where its prefixes match the question best before offering its end; where
     the question says a word that names no relation of the graph, the answer call also reads the
     best windows of the reached entities' documents, beside chosen document sentences too (not
-    beside those of documents that restate the graph). The phases, pruning and the model's
+    beside those of documents that restate the graph), and, where no question word names a
+    relation and a chosen KG path starts with a graph fact, the topic entities' documents beside
+    them. The phases, pruning and the model's
     selection are the paper's."""
 
     initial_depth: str = like(HydraConfig, "initial_depth", "max")
@@ -168,6 +170,7 @@ class HydraSConfig(HydraConfig):
     windows_beside_docs: bool = like(HydraConfig, "windows_beside_docs", True)
     answer_forms: bool = like(HydraConfig, "answer_forms", True)
     echo_retry: str = like(HydraConfig, "echo_retry", "spans")
+    topic_windows: bool = like(HydraConfig, "topic_windows", True)
 
 
 HYDRA_DEFAULTS: dict[str, Any] = HydraConfig.defaults()
