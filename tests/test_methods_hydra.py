@@ -625,13 +625,16 @@ def test_topic_windows_read_the_topic_s_report_where_no_word_names_a_relation(de
             return script([("Yes", "")], prefer=("subsidiary of",),
                           skyline="Norvale Motors - parent - company - answer")(req)
         record, _ = run(demo_index, question, reply, "hydra-s", **config)
+        acted.append(record.extra.get("topic_windows", False))  # the record says where the option acted
         return {w["text"].split(":")[0] for w in record.extra.get("read_windows", [])}
 
+    acted: list[bool] = []
     chief = Question("d", "Who is the chief executive of Norvale Motors?", ["Leontine Marsh"])
     assert default_config("hydra-s")["topic_windows"] is True and default_config("hydra")["topic_windows"] is False
     assert read(chief, topic_windows=False) == {"Brennvald Holdings"}
     assert "Norvale Motors" in read(chief)
     assert read(PARENT_FOUNDER, topic_windows=True) == set()
+    assert acted == [False, True, False]
 
 
 def test_windows_beside_docs_read_the_reached_reports_beside_a_chosen_sentence(demo_index: Path) -> None:
