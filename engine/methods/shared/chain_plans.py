@@ -26,6 +26,11 @@ from index.mentions_kg import MENTIONS
 
 Step = tuple[str, str]  # (relation id, direction "out" | "in")
 
+Label = Callable[[str], str]
+ChainScorer = Callable[[Sequence["Chain"]], list[float]]
+
+REVERSE = " (reverse)"
+
 
 def starts_with_fact(steps: Sequence[Step], mentions: Sequence[str] = ()) -> bool:
     """Whether the first step is a fact of the graph, not a document's mention of the topic (a
@@ -33,10 +38,6 @@ def starts_with_fact(steps: Sequence[Step], mentions: Sequence[str] = ()) -> boo
     mention already speak of the topic, those past a fact speak of another entity (`chains`'
     `topic_docs`, `hydra`'s `topic_windows`)."""
     return bool(steps) and steps[0][0] != MENTIONS and steps[0][0] not in mentions
-Label = Callable[[str], str]
-ChainScorer = Callable[[Sequence["Chain"]], list[float]]
-
-REVERSE = " (reverse)"
 
 
 @dataclass
