@@ -1,13 +1,15 @@
 """Where ToG / ToG-R runs stop, and where HydraRAG loses the gold answer, from the traces of a
 batch's records (the README's analysis).
 
-Usage: python -m bench.trace_stats RUN_DIR/tog.jsonl [--by FIELD --questions FILE.jsonl] [--against OTHER.jsonl]
+Usage: python -m bench.trace_stats RUN_DIR/tog.jsonl [--by FIELD --questions FILE [--pool NAME=V1,V2]] [--against OTHER.jsonl]
        python -m bench.trace_stats RUN_DIR/hydra.jsonl
        python -m bench.trace_stats RUN_DIR/chains.jsonl [--json FILE [--key A/B]]
 
 Prints, per (stop reason, depth), how many questions and how many of them were right (Hits@1),
 how many questions had a "sufficient" rejected as ungrounded, and with `--by` the Hits@1 per
-value of a field of the questions file (e.g. `needs` or `hops` of data/demo/questions.jsonl).
+value of a field of the questions file (`needs` or `hops` of data/demo/questions.jsonl; MetaQA's
+`qtype`, read from the `qa_dev_qtype.txt` beside its `qa_dev.txt`), for `chains` records with the
+stage counts below per value; `--pool NAME=V1,V2` makes those values one group and the rest another.
 
 For `hydra` / `hydra-e` records (`extra.phase` set) it prints the stage recall instead of the
 stops: the share of questions (with gold answers) whose gold answer is in the question subgraph,
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.summary import add_to_json
+from engine.questions.datasets import read_questions
 
 # the stage recall lives in the library (the HTML report draws it too); re-exported for callers here
 from engine.report.stage_recall import (
@@ -54,6 +57,16 @@ from engine.report.stage_recall import (
 )
 
 __all__ = ["HYDRA_STAGES", "holds_gold", "hydra_stages", "is_hydra", "main", "print_stage_recall", "stage_recall"]
+
+def question_field(path: Path, name: str) -> dict[str, Any]:
+    """Each question's `name` by id: a field of a JSONL questions file (the demo's `needs`, `hops`), or
+    of any questions file as the engine reads it (`Question.extra`: MetaQA's `qtype`, from the
+    `qa_dev_qtype.txt` beside its `qa_dev.txt`)."""
+    values: dict[str, Any] = {}
+    for question in read_questions(path):
+        values[question.id] = question.extra.get(name, getattr(question, name, None))
+    return values
+
 
 def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -159,7 +172,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", type=Path)
     parser.add_argument("--by", help="a field of the questions file to group Hits@1 by")
-    parser.add_argument("--questions", type=Path, help="the questions file (JSONL) for --by")
+    parser.add_argument("--questions", type=Path, help="the questions file for --by (any format the batch reads)")
+    parser.add_argument("--pool", metavar="NAME=V1,V2", help="with --by: the values V1, V2 ... as one group NAME, "
+                        "every other value as the group 'other' (MetaQA's two tag types against the rest)")
     parser.add_argument("--json", type=Path, help="chains records: also add the stage counts to this JSON file")
     parser.add_argument("--key", help="where in --json, keys separated by / (default: the run's two folders)")
     parser.add_argument("--against", type=Path, help="records of the same questions answered another way")
@@ -185,20 +200,29 @@ def main(argv: list[str]) -> int:
         for (reason, depth), n in sorted(stops.items()):
             print(f"  stopped {reason} at depth {depth}: {n} ({right[(reason, depth)]} right)")
         print(f"  questions with a 'sufficient' rejected as ungrounded: {ungrounded}")
-    by: dict[str, dict[str, int]] = {}
+    by: dict[str, dict[str, Any]] = {}
     if args.by:
         if args.questions is None:
             parser.error("--by needs --questions")
-        field = {str(q["id"]): q.get(args.by) for q in _records(args.questions)}
-        total: Counter[str] = Counter()
-        hits: Counter[str] = Counter()
+        field = question_field(args.questions, args.by)
+        if args.pool:  # NAME=V1,V2: those values are one group NAME, every other value the group "other"
+            name, _, values = args.pool.partition("=")
+            pooled = set(values.split(","))
+            field = {k: name if str(v) in pooled else "other" for k, v in field.items()}
+        groups: dict[str, list[dict[str, Any]]] = {}
         for record in records:
-            value = str(field.get(str(record["id"])))
-            total[value] += 1
-            hits[value] += bool((record.get("correct") or {}).get("hits1"))
-        for value in sorted(total):
-            print(f"  {args.by}={value}: {hits[value]} of {total[value]} right")
-            by[f"{args.by}={value}"] = {"right": hits[value], "questions": total[value]}
+            groups.setdefault(str(field.get(str(record["id"]))), []).append(record)
+        for value in sorted(groups):
+            group = groups[value]
+            hits = sum(bool((r.get("correct") or {}).get("hits1")) for r in group)
+            print(f"  {args.by}={value}: {hits} of {len(group)} right")
+            by[f"{args.by}={value}"] = {"right": hits, "questions": len(group)}
+            if chains:  # where the group's answers are lost, stage by stage
+                found = chains_stage_counts(group)
+                print("    held: " + ", ".join(f"{key} {found['counts'][key]}" for key in CHAINS_STAGES)
+                      + "; wrong, by the last stage that held it: "
+                      + (", ".join(f"{k} {v}" for k, v in found["lost"].most_common()) or "none"))
+                by[f"{args.by}={value}"].update(chains_stages_json(found))
     if args.against is not None:
         change = compare_runs(records, _records(args.against))
         print(f"  against {args.against}: gained {len(change['gained'])}, lost {len(change['lost'])}")
