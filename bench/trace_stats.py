@@ -58,6 +58,7 @@ from engine.report.stage_recall import (
 
 __all__ = ["HYDRA_STAGES", "holds_gold", "hydra_stages", "is_hydra", "main", "print_stage_recall", "stage_recall"]
 
+
 def question_field(path: Path, name: str) -> dict[str, Any]:
     """Each question's `name` by id: a field of a JSONL questions file (the demo's `needs`, `hops`), or
     of any questions file as the engine reads it (`Question.extra`: MetaQA's `qtype`, from the
