@@ -1,7 +1,11 @@
 """`tog2` with a real small model on a fresh demo index: a `kg+doc` question (a graph hop, then
 a fact from a company report). With a 135M model the answer itself may be wrong; what must hold
 is that the graph search brings the report sentence with the gold fact to the model, and the
-call budget."""
+call budget. The 135M model's own relation picks are not stable across machines (on a fresh
+machine of 2026-12-01, at the same pinned versions, its greedy prune reply kept `headquartered in`
+and `subsidiary of`, not `supplier of`), so that test prunes with the index's embedding model
+(`prune_tool=embedding`) and leaves the model its reasoning calls; the 0.5B tests below prune with
+the LLM (the default) and with the embedding model."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ QUESTION = Question("demo-038", "Who is the chief executive of the company that 
 def test_real_tog2_brings_the_gold_sentence_within_the_budget(demo_index: Path) -> None:
     ctx = open_context(demo_index, open_llm(MODEL))
     try:
-        record = answer_question("tog2", QUESTION, ctx)
+        record = answer_question("tog2", QUESTION, ctx, {"prune_tool": "embedding"})
     finally:
         ctx.close()
     assert record.error is None, record.extra.get("traceback")
