@@ -2,10 +2,12 @@
 # Writes bench/results/CHAINS-TARGETS.md: where the `chains` default (qwen2.5-coder-0.5b) loses the answers of
 # the two targets of docs/methods/chains.md it misses, stage by stage (bench.trace_stats, no LLM call): MetaQA
 # 1-hop by question type (MetaQA's qa_dev_qtype.txt; the two tag types pooled against the rest, then each type)
-# on the tables' sample (seed 0) and two more (seeds 1, 2), and the demo by `needs`. Also writes
+# on the tables' sample (seed 0) and two more (seeds 1, 2), MetaQA 2-hop on a fresh sample (seed 5), and the
+# demo by `needs`. Also writes
 # bench/results/chains_targets.json, the same counts, which docs/methods/chains.md's table reads.
 # Needs the runs (their commands are the rows chains-td-*-metaqa-1-hop-hits1 and chains-td-demo-hits1 of
-# bench/expected_scores.json): data/runs/chains-td/{metaqa-1-hop,demo}, data/runs/chains-td-seed{1,2}/metaqa-1-hop.
+# bench/expected_scores.json): data/runs/chains-td/{metaqa-1-hop,demo}, data/runs/chains-td-seed{1,2}/metaqa-1-hop,
+# data/runs/chains-td-seed5/metaqa-2-hop.
 # Usage: bash bench/chains_targets_md.sh
 set -e
 cd "$(dirname "$0")/.."
@@ -36,6 +38,10 @@ for run in chains-td chains-td-seed1 chains-td-seed2; do
   run data/runs/$run/metaqa-1-hop/chains.jsonl --questions $Q --by qtype --json $json.tmp --key "$run/metaqa-1-hop-qtype"
   echo
 done
+echo "## MetaQA 2-hop, a fresh sample (chains-td-seed5)"
+echo
+run data/runs/chains-td-seed5/metaqa-2-hop/chains.jsonl --json $json.tmp --key chains-td-seed5/metaqa-2-hop
+echo
 echo "## The demo, chains-td"
 echo
 run data/runs/chains-td/demo/chains.jsonl --questions data/demo/questions.jsonl --by needs --json $json.tmp --key chains-td/demo
