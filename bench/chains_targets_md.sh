@@ -1,10 +1,10 @@
 #!/bin/bash
 # Writes bench/results/CHAINS-TARGETS.md: where the `chains` default (qwen2.5-coder-0.5b) loses the answers of
-# the two targets of docs/methods/chains.md it misses, stage by stage (bench.trace_stats, no LLM call): MetaQA
-# 1-hop by question type (MetaQA's qa_dev_qtype.txt; the two tag types pooled against the rest, then each type)
-# on the tables' sample (seed 0) and two more (seeds 1, 2), MetaQA 2-hop on a fresh sample (seed 5), and the
-# demo by `needs`. Also writes
-# bench/results/chains_targets.json, the same counts, which docs/methods/chains.md's table reads.
+# the targets of docs/methods/chains.md it misses, stage by stage (bench.trace_stats, no LLM call): MetaQA 1-hop
+# by question type (MetaQA's qa_dev_qtype.txt; the two tag types pooled against the rest, then each type) on
+# the tables' sample (seed 0) and two more (seeds 1, 2), MetaQA 2-hop on a fresh sample (seed 5), and the demo
+# by `needs`. Also writes bench/results/chains_targets.json, the same counts, which docs/methods/chains.md's
+# tables read.
 # Needs the runs (their commands are the rows chains-td-*-metaqa-1-hop-hits1 and chains-td-demo-hits1 of
 # bench/expected_scores.json): data/runs/chains-td/{metaqa-1-hop,demo}, data/runs/chains-td-seed{1,2}/metaqa-1-hop,
 # data/runs/chains-td-seed5/metaqa-2-hop.
